@@ -1,0 +1,110 @@
+# One non-recursive Makefile: every daemon and tool into $(BUILD).
+#   make              build everything into build/
+#   make SANITIZE=1   the same with ASan+UBSan, into build/san/
+#   make check        unit tests (plain and sanitized), then integration tests
+#   make bench        benchmarks
+#   make install      PREFIX=/usr/local DESTDIR=
+
+PREFIX	?= /usr/local
+DESTDIR	?=
+BINDIR	 = $(PREFIX)/sbin
+UNITDIR	?= $(PREFIX)/lib/systemd/system
+
+ifeq ($(SANITIZE),1)
+BUILD	?= build/san
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+BUILD	?= build
+SANFLAGS =
+endif
+
+PKGS	 = libevent libprotobuf-c libsystemd fuse3
+CC	?= cc
+CFLAGS	?= -O2 -g
+WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wpointer-arith -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
+CPPFLAGS_ALL = -std=gnu11 $(WARN) -Icommon -I$(BUILD)/proto -D_GNU_SOURCE \
+	   $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS) -MMD -MP
+LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS)
+
+DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c fsd/main.c)))
+TOOLS	 = o2ctl
+
+PROTOS	 = $(wildcard proto/*.proto)
+PROTO_C	 = $(PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
+PROTO_H	 = $(PROTO_C:.c=.h)
+OBJ	 = $(BUILD)/obj
+COMMON_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard common/*.c)) $(PROTO_C:.c=.o)
+LIBCOMMON = $(BUILD)/libcommon.a
+
+UNIT_SRCS = $(wildcard tests/unit/test_*.c)
+UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+all: $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%)
+
+# protoc-c writes next to its output; generated files are never committed.
+$(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
+	@mkdir -p $(BUILD)/proto
+	protoc-c --proto_path=proto --c_out=$(BUILD)/proto $<
+
+# Every object waits for the generated headers.
+$(OBJ)/%.o: %.c | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/proto/%.pb-c.o: $(BUILD)/proto/%.pb-c.c $(PROTO_H)
+	$(CC) $(CPPFLAGS_ALL) -Wno-missing-prototypes $(CFLAGS) -c -o $@ $<
+
+$(LIBCOMMON): $(COMMON_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+# A daemon is its directory: main.o plus a library of the rest, which
+# unit tests link too.
+define daemon_rules
+$(1)_OBJS = $$(patsubst %.c,$$(OBJ)/%.o,$$(filter-out $(1)/main.c,$$(wildcard $(1)/*.c)))
+$$(BUILD)/lib$(1).a: $$($(1)_OBJS)
+	@rm -f $$@
+	ar rcs $$@ $$^
+$$(BUILD)/$(1): $$(OBJ)/$(1)/main.o $$(BUILD)/lib$(1).a $$(LIBCOMMON)
+	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS_ALL)
+endef
+$(foreach d,$(DAEMONS),$(eval $(call daemon_rules,$(d))))
+
+DAEMON_LIBS = $(DAEMONS:%=$(BUILD)/lib%.a)
+TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))
+
+$(BUILD)/o2ctl: $(TOOL_OBJS) $(LIBCOMMON)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/tests/%: tests/unit/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -o $@ $< \
+	    $(DAEMON_LIBS) $(LIBCOMMON) $(LDLIBS_ALL) -lcriterion
+
+unit-bins: $(UNIT_BINS)
+
+check:
+	$(MAKE) all unit-bins
+	$(MAKE) SANITIZE=1 unit-bins
+	tests/run --build build --san-build build/san
+
+bench: all
+	bench/run --build $(BUILD)
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
+	$(if $(wildcard systemd/*.service systemd/*.target),install -m 0644 $(wildcard systemd/*.service systemd/*.target) $(DESTDIR)$(UNITDIR)/)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(DAEMONS) $(TOOLS))
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(wildcard systemd/*.service systemd/*.target)))
+
+clean:
+	rm -rf build
+
+.PHONY: all check bench install uninstall clean unit-bins
+.SECONDARY:
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,97 @@
+/*
+ * /etc/ocfs2/cluster.conf and /etc/default/o2cb, parsed and validated
+ * with the rules of ocfs2-tools' o2cb_ctl and the kernel's o2nm.
+ */
+#ifndef OCFS2_CLUSTERCONF_H
+#define OCFS2_CLUSTERCONF_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#define CC_MAX_NODES		255	/* node numbers 0..254 (O2NM_MAX_NODES) */
+#define CC_INVALID_NODE		255
+#define CC_CLUSTER_NAME_MAX	16	/* OCFS2_CLUSTER_NAME_LEN */
+#define CC_NODE_NAME_MAX	64	/* O2NM_MAX_NAME_LEN */
+#define CC_REGION_NAME_LEN	32	/* volume UUID, upper-case hex */
+#define CC_MAX_REGIONS		32	/* O2NM_MAX_REGIONS */
+#define CC_ERR_MAX		512
+
+enum cc_hb_mode { CC_HB_LOCAL = 0, CC_HB_GLOBAL = 1 };
+enum cc_fence_method { CC_FENCE_KILL = 0, CC_FENCE_RESET = 1, CC_FENCE_PANIC = 2 };
+
+struct cc_node {
+	char		name[CC_NODE_NAME_MAX + 1];
+	unsigned	num;
+	uint32_t	addr;		/* IPv4, network byte order */
+	uint16_t	port;		/* host byte order */
+	int		line;		/* where its stanza starts */
+};
+
+struct cc_region {
+	char		uuid[CC_REGION_NAME_LEN + 1];
+	int		line;
+};
+
+/* o2cb tunables (/etc/default/o2cb), with the kernel's defaults. */
+struct cc_tunables {
+	unsigned	dead_threshold;		/* O2CB_HEARTBEAT_THRESHOLD, 31 */
+	unsigned	idle_timeout_ms;	/* O2CB_IDLE_TIMEOUT_MS, 30000 */
+	unsigned	keepalive_delay_ms;	/* O2CB_KEEPALIVE_DELAY_MS, 2000 */
+	unsigned	reconnect_delay_ms;	/* O2CB_RECONNECT_DELAY_MS, 2000 */
+	enum cc_fence_method fence_method;	/* O2CB_FENCE_METHOD, kill (ours) */
+};
+
+/* One cluster: the one named by O2CB_BOOTCLUSTER, or the file's only one. */
+struct cluster_conf {
+	char		name[CC_CLUSTER_NAME_MAX + 1];
+	unsigned	node_count;
+	enum cc_hb_mode	hb_mode;
+	size_t		nnodes;
+	struct cc_node	nodes[CC_MAX_NODES];
+	size_t		nregions;
+	struct cc_region regions[CC_MAX_REGIONS];
+	struct cc_tunables tun;
+	unsigned	hb_interval_ms;		/* cluster: heartbeat_interval_ms (ours), 2000 */
+};
+
+/*
+ * Parse a cluster.conf. `cluster` selects the cluster when the file
+ * describes several (NULL: the only one, or "ocfs2" when there are several).
+ * On error returns -1 and writes "file:line: what is wrong" into err.
+ * Unknown keys are accepted, as ocfs2-tools accepts them, and reported
+ * through warn (one line each, same format) when warn is non-NULL.
+ * cc_parse_file fails with errno set when the file cannot be read.
+ */
+int	cc_parse_file(const char *path, const char *cluster, struct cluster_conf *cc,
+	    char *err, size_t errlen,
+	    void (*warn)(const char *msg, void *arg), void *warnarg);
+int	cc_parse_buf(const char *name, const char *buf, size_t len,
+	    const char *cluster, struct cluster_conf *cc, char *err, size_t errlen,
+	    void (*warn)(const char *msg, void *arg), void *warnarg);
+
+/*
+ * Defaults of the tunables; then /etc/default/o2cb style KEY=VALUE overrides
+ * (an empty value keeps the current one; t is untouched on error).
+ * *bootcluster: strdup'd O2CB_BOOTCLUSTER, NULL when absent or empty.
+ * An unreadable file fails with errno set: ENOENT means "use the defaults".
+ */
+void	cc_tunables_default(struct cc_tunables *t);
+int	cc_parse_tunables_file(const char *path, struct cc_tunables *t,
+	    char **bootcluster, char *err, size_t errlen);
+
+/* Node lookups; NULL when absent. */
+const struct cc_node *cc_node_by_name(const struct cluster_conf *cc, const char *name);
+const struct cc_node *cc_node_by_num(const struct cluster_conf *cc, unsigned num);
+
+/* The node that names this host, as o2cb does: case-insensitive, up to '.'. */
+const struct cc_node *cc_local_node(const struct cluster_conf *cc, const char *nodename);
+
+/* Name syntax checks shared by the parser and nmd's tree. */
+int	cc_valid_cluster_name(const char *name);
+int	cc_valid_node_name(const char *name);	/* 1-64 of [A-Za-z0-9._-] */
+int	cc_valid_region_name(const char *name);
+
+const char *cc_fence_method_name(enum cc_fence_method m);
+int	cc_fence_method_parse(const char *s, enum cc_fence_method *m);
+
+#endif

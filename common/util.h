@@ -1,0 +1,28 @@
+/* Small helpers every daemon uses: allocation that cannot fail, full I/O. */
+#ifndef OCFS2_UTIL_H
+#define OCFS2_UTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+
+void	*xmalloc(size_t n);
+void	*xcalloc(size_t nmemb, size_t size);
+void	*xrealloc(void *p, size_t n);
+char	*xstrdup(const char *s);
+int	 xasprintf(char **ret, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
+
+/* Write all of buf, retrying on EINTR and short writes. */
+int	write_full(int fd, const void *buf, size_t len);
+/* Read exactly len bytes, waiting at most timeout_ms for each (-1: forever). */
+int	read_full_timeout(int fd, void *buf, size_t len, int timeout_ms);
+
+/* Parse an unsigned decimal (or 0x hex when base is 0) with nothing trailing. */
+int	parse_ulong(const char *s, int base, unsigned long max, unsigned long *out);
+
+/* The runtime directory: --rundir, else $OCFS2_RUNDIR, else /run/ocfs2. */
+const char *rundir_default(void);
+int	mkdir_p(const char *path, mode_t mode);
+
+#endif

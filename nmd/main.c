@@ -1,0 +1,157 @@
+/* nmd: parse the configuration, serve it, reload it on SIGHUP. */
+#include <sys/utsname.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "ipc.h"
+#include "log.h"
+#include "nmd.h"
+#include "notify.h"
+#include "util.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: nmd [-nv] [-c cluster.conf] [-t o2cb-defaults] [--node NAME]\n"
+	    "           [--rundir DIR]\n");
+	exit(2);
+}
+
+static void
+on_reload(evutil_socket_t sig, short ev, void *arg)
+{
+	char **ok, **bad, err[CC_ERR_MAX];
+	size_t nok, nbad;
+
+	(void)sig;
+	(void)ev;
+	log_info("SIGHUP: reloading %s", ((struct nmd *)arg)->conf_path);
+	if (nm_load(arg, 0, &ok, &nok, &bad, &nbad, err, sizeof(err)) == 0) {
+		nm_lines_free(ok, nok);
+		nm_lines_free(bad, nbad);
+	}
+}
+
+static void
+on_stop(evutil_socket_t sig, short ev, void *arg)
+{
+	(void)ev;
+	log_info("signal %d: stopping", (int)sig);
+	event_base_loopbreak(((struct nmd *)arg)->base);
+}
+
+/* Another nmd answering on our socket owns this runtime directory. */
+static void
+refuse_second_instance(const char *rundir)
+{
+	char *path;
+	int fd;
+
+	xasprintf(&path, "%s/nmd.sock", rundir);
+	if ((fd = ipc_sync_connect(path)) != -1)
+		fatalx("another nmd already serves %s", path);
+	free(path);
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "node", required_argument, NULL, 'N' },
+		{ "rundir", required_argument, NULL, 'R' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct nmd nm = { 0 };
+	struct event *sighup, *sigterm, *sigint;
+	struct cluster_conf *cc;
+	const struct cc_node *self;
+	struct utsname uts;
+	char err[CC_ERR_MAX], *mountpoint;
+	char **ok, **bad;
+	size_t nok, nbad;
+	int ch, check_only = 0, verbose = 0;
+
+	nm.conf_path = "/etc/ocfs2/cluster.conf";
+	nm.tunables_path = "/etc/default/o2cb";
+	nm.rundir = rundir_default();
+	while ((ch = getopt_long(argc, argv, "c:t:nv", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': nm.conf_path = optarg; break;
+		case 't': nm.tunables_path = optarg; break;
+		case 'n': check_only = 1; break;
+		case 'v': verbose++; break;
+		case 'N': nm.node_name = optarg; break;
+		case 'R': nm.rundir = optarg; break;
+		default: usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	log_init("nmd", verbose);
+	if (nm.node_name == NULL) {
+		if (uname(&uts) == -1)
+			fatal("uname");
+		nm.node_name = xstrdup(uts.nodename);
+	}
+
+	if (check_only) {
+		if ((cc = nm_parse_config(&nm, &self, err, sizeof(err))) == NULL) {
+			fprintf(stderr, "%s\n", err);
+			return 1;
+		}
+		printf("%s: configuration OK (cluster %s, %zu nodes, local node "
+		    "%s number %u)\n", nm.conf_path, cc->name, cc->nnodes,
+		    self->name, self->num);
+		free(cc);
+		return 0;
+	}
+
+	if (mkdir_p(nm.rundir, 0755) == -1)
+		fatal("mkdir %s", nm.rundir);
+	refuse_second_instance(nm.rundir);
+	if ((nm.base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	nm_tree_init(&nm);
+	if (nm_load(&nm, 1, &ok, &nok, &bad, &nbad, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	nm_lines_free(ok, nok);
+	nm_lines_free(bad, nbad);
+
+	xasprintf(&mountpoint, "%s/config", nm.rundir);
+	if (nm_configfs_mount(&nm, mountpoint) == -1)
+		fatalx("cannot serve the configuration tree at %s", mountpoint);
+	nm_api_start(&nm);
+
+	sighup = evsignal_new(nm.base, SIGHUP, on_reload, &nm);
+	sigterm = evsignal_new(nm.base, SIGTERM, on_stop, &nm);
+	sigint = evsignal_new(nm.base, SIGINT, on_stop, &nm);
+	if (sighup == NULL || sigterm == NULL || sigint == NULL ||
+	    evsignal_add(sighup, NULL) == -1 || evsignal_add(sigterm, NULL) == -1 ||
+	    evsignal_add(sigint, NULL) == -1)
+		fatalx("cannot install signal handlers");
+	signal(SIGPIPE, SIG_IGN);
+	notify_watchdog_start(nm.base);
+
+	log_info("serving cluster %s as node %s on %s", nm_cluster_item(&nm)->name,
+	    nm_local_node(&nm)->name, nm.rundir);
+	notify_ready();
+	event_base_dispatch(nm.base);
+
+	notify_stopping();
+	ipc_server_free(nm.ipc);
+	nm_configfs_unmount(&nm);
+	event_free(sighup);
+	event_free(sigterm);
+	event_free(sigint);
+	free(mountpoint);
+	return 0;
+}

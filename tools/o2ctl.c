@@ -1,0 +1,122 @@
+/*
+ * o2ctl: print and change one node's cluster state through the daemons'
+ * sockets. Each command is one entry of the table below.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ipc.h"
+#include "log.h"
+#include "o2ctl.h"
+#include "util.h"
+
+static const struct o2ctl_cmd commands[] = {
+	{ "config", "", "print the live configuration (nmd)", cmd_config },
+	{ "reload", "", "re-read cluster.conf; print what changed and what was refused", cmd_reload },
+	{ "check-config", "FILE [--node NAME] [-t O2CB_DEFAULTS]",
+	  "check a cluster.conf without a running daemon", cmd_check_config },
+	{ "set", "PATH VALUE", "write an attribute of the config tree, e.g. cluster/c/idle_timeout_ms", cmd_set },
+	{ "mkdir", "PATH", "make an item of the config tree, e.g. cluster/c/node/n9", cmd_mkdir },
+	{ "rmdir", "PATH", "remove an item of the config tree", cmd_rmdir },
+	{ "watch", "[COUNT]", "print configuration changes as they happen", cmd_watch },
+	{ "ping", "DAEMON", "check that a daemon answers (nmd, hbd, netd, dlmd)", cmd_ping },
+};
+
+static void
+usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: o2ctl [--rundir DIR] [--json] [--timeout MS] COMMAND [ARGS]\n\n"
+	    "Commands:\n");
+	for (i = 0; i < nitems(commands); i++)
+		fprintf(f, "  %-13s %-34s %s\n", commands[i].name, commands[i].args,
+		    commands[i].help);
+	fprintf(f, "\nExit status: 0 ok, 1 refused or failed, 2 usage, 3 daemon not running.\n"
+	    "The runtime directory is --rundir, else $OCFS2_RUNDIR, else /run/ocfs2.\n");
+}
+
+int
+ctl_connect(struct o2ctl *ctl, const char *daemon)
+{
+	char *path;
+	int fd;
+
+	xasprintf(&path, "%s/%s.sock", ctl->rundir, daemon);
+	fd = ipc_sync_connect(path);
+	if (fd == -1)
+		fprintf(stderr, "o2ctl: %s is not running (%s: %s)\n", daemon,
+		    path, strerror(errno));
+	free(path);
+	return fd;
+}
+
+/* One request, one reply; EX_* codes, with the daemon's reason printed. */
+int
+ctl_call(struct o2ctl *ctl, const char *daemon, Envelope *req, Envelope **rep)
+{
+	int fd = ctl_connect(ctl, daemon);
+
+	if (fd == -1)
+		return EX_DOWN;
+	if (ipc_sync_call(fd, req, rep, ctl->timeout_ms) == -1) {
+		fprintf(stderr, "o2ctl: %s: %s\n", daemon, strerror(errno));
+		close(fd);
+		return EX_DOWN;
+	}
+	close(fd);
+	if ((*rep)->status != 0) {
+		fprintf(stderr, "o2ctl: %s\n", (*rep)->error[0] ? (*rep)->error :
+		    strerror((*rep)->status));
+		return EX_FAIL;
+	}
+	return EX_OK;
+}
+
+int
+main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "rundir", required_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct o2ctl ctl = { .rundir = rundir_default(), .timeout_ms = 10000 };
+	unsigned long ms;
+	size_t i;
+	int ch;
+
+	log_init("o2ctl", 0);
+	/* Options stop at the command, whose own flags follow it. */
+	while ((ch = getopt_long(argc, argv, "+hj", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'R': ctl.rundir = optarg; break;
+		case 'j': ctl.json = 1; break;
+		case 'T':
+			if (parse_ulong(optarg, 10, 3600000, &ms) == -1) {
+				fprintf(stderr, "o2ctl: bad --timeout %s\n", optarg);
+				return EX_USAGE;
+			}
+			ctl.timeout_ms = (int)ms;
+			break;
+		case 'h': usage(stdout); return EX_OK;
+		default: usage(stderr); return EX_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	for (i = 0; i < nitems(commands); i++)
+		if (strcmp(commands[i].name, argv[optind]) == 0)
+			return commands[i].run(&ctl, argc - optind, argv + optind);
+	fprintf(stderr, "o2ctl: unknown command %s\n", argv[optind]);
+	usage(stderr);
+	return EX_USAGE;
+}

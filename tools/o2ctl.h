@@ -1,0 +1,46 @@
+/* o2ctl: the admin's view of one node's cluster stack. */
+#ifndef O2CTL_H
+#define O2CTL_H
+
+#include <stdio.h>
+
+#include "envelope.pb-c.h"
+
+struct o2ctl {
+	const char	*rundir;
+	int		 json;
+	int		 timeout_ms;
+};
+
+/* Exit codes. */
+#define EX_OK		0
+#define EX_FAIL		1	/* the daemon refused or the check failed */
+#define EX_USAGE	2
+#define EX_DOWN		3	/* the daemon is not running */
+
+struct o2ctl_cmd {
+	const char	*name;
+	const char	*args;
+	const char	*help;
+	int		(*run)(struct o2ctl *, int argc, char **argv);
+};
+
+/* o2ctl.c */
+int	ctl_call(struct o2ctl *, const char *daemon, Envelope *req, Envelope **rep);
+int	ctl_connect(struct o2ctl *, const char *daemon);
+
+/* json.c: a minimal streaming writer. */
+void	json_str(FILE *, const char *);
+void	json_key(FILE *, int *first, const char *key);
+
+/* nmd_cmds.c */
+int	cmd_config(struct o2ctl *, int, char **);
+int	cmd_reload(struct o2ctl *, int, char **);
+int	cmd_check_config(struct o2ctl *, int, char **);
+int	cmd_set(struct o2ctl *, int, char **);
+int	cmd_mkdir(struct o2ctl *, int, char **);
+int	cmd_rmdir(struct o2ctl *, int, char **);
+int	cmd_watch(struct o2ctl *, int, char **);
+int	cmd_ping(struct o2ctl *, int, char **);
+
+#endif
