@@ -1,0 +1,75 @@
+# Shared by the integration tests (sourced). Each test script runs checks
+# with `check DESCRIPTION COMMAND...` or `expect_fail ERRNO-TEXT ...`, and
+# ends with `finish`, which prints "NAME: P passed, F failed" and exits
+# non-zero when any check failed.
+
+set -u
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${OCFS2_BUILD:-$TOP/build}
+export OCFS2_BUILD=$BUILD
+O2CTL=$BUILD/o2ctl
+LOCALCLUSTER=$TOP/scripts/localcluster
+TEST_NAME=$(basename "$0" .sh)
+PASSED=0
+FAILED=0
+
+pass() { PASSED=$((PASSED + 1)); printf '  ok   %s\n' "$1"; }
+fail() { FAILED=$((FAILED + 1)); printf '  FAIL %s\n' "$1"; }
+
+# check DESC CMD...: CMD must succeed.
+check() {
+	local desc=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		pass "$desc"
+	else
+		fail "$desc"
+		printf '%s\n' "$out" | sed 's/^/       | /' | tail -n 20
+	fi
+}
+
+# expect_error DESC TEXT CMD...: CMD must fail and print TEXT (e.g. an errno string).
+expect_error() {
+	local desc=$1 text=$2 out
+	shift 2
+	if out=$("$@" 2>&1); then
+		fail "$desc (succeeded, expected: $text)"
+	elif [[ $out == *"$text"* ]]; then
+		pass "$desc"
+	else
+		fail "$desc (expected \"$text\")"
+		printf '%s\n' "$out" | sed 's/^/       | /' | tail -n 20
+	fi
+}
+
+# check_eq DESC EXPECTED ACTUAL
+check_eq() {
+	if [[ "$2" == "$3" ]]; then
+		pass "$1"
+	else
+		fail "$1 (expected \"$2\", got \"$3\")"
+	fi
+}
+
+# wait_for TIMEOUT_S CMD...: poll every 50 ms until CMD succeeds.
+wait_for() {
+	local deadline=$((SECONDS + $1))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.05
+	done
+}
+
+# A private local cluster per test script, torn down on exit.
+lc() { "$LOCALCLUSTER" "$@"; }
+lc_setup() {
+	export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-/tmp/ocfs2-test-$TEST_NAME-$$}
+	trap 'lc down >/dev/null 2>&1 || true' EXIT
+}
+
+finish() {
+	printf '%s: %d passed, %d failed\n' "$TEST_NAME" "$PASSED" "$FAILED"
+	[[ $FAILED -eq 0 ]]
+}
