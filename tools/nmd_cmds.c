@@ -223,7 +223,7 @@ cmd_check_config(struct o2ctl *ctl, int argc, char **argv)
 	char err[CC_ERR_MAX] = "", *boot = NULL;
 	struct utsname uts;
 
-	optind = 1;
+	optind = 0;	/* glibc: 0 re-initialises getopt after main's "+" scan */
 	while ((ch = getopt_long(argc, argv, "t:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 't': tunables = optarg; tunables_given = 1; break;
