@@ -82,6 +82,13 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
 	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -o $@ $< \
 	    $(DAEMON_LIBS) $(LIBCOMMON) $(LDLIBS_ALL) -lcriterion
 
+BENCH_SRCS = $(wildcard bench/*.c)
+BENCH_BINS = $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+
+$(BUILD)/bench/%: bench/%.c $(LIBCOMMON) | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -Wno-missing-prototypes $(CFLAGS) -o $@ $< $(LIBCOMMON) $(LDLIBS_ALL)
+
 unit-bins: $(UNIT_BINS)
 
 check:
@@ -89,7 +96,7 @@ check:
 	$(MAKE) SANITIZE=1 unit-bins
 	tests/run --build build --san-build build/san
 
-bench: all
+bench: all $(BENCH_BINS)
 	bench/run --build $(BUILD)
 
 install: all

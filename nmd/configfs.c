@@ -58,6 +58,7 @@ fill_stat(struct nmd *nm, struct nm_item *it, long idx, struct stat *st)
 	memset(st, 0, sizeof(*st));
 	st->st_uid = getuid();
 	st->st_gid = getgid();
+	st->st_atime = st->st_mtime = st->st_ctime = nm->started;
 	if (idx < 0) {
 		st->st_ino = to_fuse(nm, it->ino);
 		st->st_mode = S_IFDIR | 0755;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -120,6 +121,7 @@ main(int argc, char *argv[])
 	refuse_second_instance(nm.rundir);
 	if ((nm.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
+	nm.started = time(NULL);
 	nm_tree_init(&nm);
 	if (nm_load(&nm, 1, &ok, &nok, &bad, &nbad, err, sizeof(err)) == -1)
 		fatalx("%s", err);

@@ -9,6 +9,7 @@
 
 #include <sys/queue.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "clusterconf.h"
 
@@ -91,6 +92,7 @@ struct nmd {
 	const char		*tunables_path;
 	const char		*node_name;	/* --node or the host name */
 	char			 last_reload_error[CC_ERR_MAX];
+	time_t			 started;	/* the tree's timestamps */
 
 	/* The tree: root/cluster/<name>/{node,heartbeat}/... */
 	struct nm_item		*root;
