@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,22 @@ struct ipc_server {
 };
 
 static void	conn_read(struct bufferevent *, void *);
+
+/*
+ * A peer that closes while we write must cost us that connection, not
+ * the process: every user of the IPC layer ignores SIGPIPE.
+ */
+static void
+ignore_sigpipe(void)
+{
+	static int done;
+
+	if (!done) {
+		signal(SIGPIPE, SIG_IGN);
+		done = 1;
+	}
+}
+
 static void	conn_write(struct bufferevent *, void *);
 static void	conn_event(struct bufferevent *, short, void *);
 
@@ -430,6 +447,7 @@ ipc_server_listen(struct event_base *base, const char *path, const char *daemon,
 	mode_t old;
 	int fd;
 
+	ignore_sigpipe();
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sun.sun_path)) {
@@ -541,6 +559,7 @@ unix_connect(const char *path, int flags)
 	struct sockaddr_un sun;
 	int fd;
 
+	ignore_sigpipe();
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlen(path) >= sizeof(sun.sun_path)) {

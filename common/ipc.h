@@ -7,6 +7,8 @@
  * A frame over the size limit (checked before allocating), one that
  * does not decode, a request whose payload does not match its type, or
  * a peer whose credentials we refuse closes that one connection.
+ * Connecting or listening makes the process ignore SIGPIPE, so that a
+ * peer that vanishes costs only its connection.
  */
 #ifndef OCFS2_IPC_H
 #define OCFS2_IPC_H

@@ -140,7 +140,6 @@ main(int argc, char *argv[])
 	    evsignal_add(sighup, NULL) == -1 || evsignal_add(sigterm, NULL) == -1 ||
 	    evsignal_add(sigint, NULL) == -1)
 		fatalx("cannot install signal handlers");
-	signal(SIGPIPE, SIG_IGN);
 	notify_watchdog_start(nm.base);
 
 	log_info("serving cluster %s as node %s on %s", nm_cluster_item(&nm)->name,
