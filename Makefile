@@ -18,7 +18,7 @@ BUILD	?= build
 SANFLAGS =
 endif
 
-PKGS	 = libevent libprotobuf-c libsystemd fuse3
+PKGS	 = libevent libprotobuf-c libsystemd fuse3 libsodium
 CC	?= cc
 CFLAGS	?= -O2 -g
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -40,7 +40,15 @@ LIBCOMMON = $(BUILD)/libcommon.a
 UNIT_SRCS = $(wildcard tests/unit/test_*.c)
 UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
-all: $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%)
+# LD_PRELOAD shims the integration tests inject faults with.
+HELPER_SRCS = $(wildcard tests/helpers/*.c)
+HELPER_LIBS = $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/lib%.so)
+
+# Programs the integration tests run as peers and clients (real sockets).
+TEST_PROG_SRCS = $(wildcard tests/progs/*.c)
+TEST_PROGS = $(TEST_PROG_SRCS:tests/progs/%.c=$(BUILD)/progs/%)
+
+all: $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(HELPER_LIBS) $(TEST_PROGS)
 
 # protoc-c writes next to its output; generated files are never committed.
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
@@ -74,7 +82,8 @@ $(foreach d,$(DAEMONS),$(eval $(call daemon_rules,$(d))))
 DAEMON_LIBS = $(DAEMONS:%=$(BUILD)/lib%.a)
 TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))
 
-$(BUILD)/o2ctl: $(TOOL_OBJS) $(LIBCOMMON)
+# o2ctl keygen writes netd's key format: it links netd's library.
+$(BUILD)/o2ctl: $(TOOL_OBJS) $(BUILD)/libnetd.a $(LIBCOMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
@@ -82,12 +91,21 @@ $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
 	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -o $@ $< \
 	    $(DAEMON_LIBS) $(LIBCOMMON) $(LDLIBS_ALL) -lcriterion
 
+$(BUILD)/progs/%: tests/progs/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -o $@ $< \
+	    $(DAEMON_LIBS) $(LIBCOMMON) $(LDLIBS_ALL)
+
 BENCH_SRCS = $(wildcard bench/*.c)
 BENCH_BINS = $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
 $(BUILD)/bench/%: bench/%.c $(LIBCOMMON) | $(PROTO_H)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_ALL) -Wno-missing-prototypes $(CFLAGS) -o $@ $< $(LIBCOMMON) $(LDLIBS_ALL)
+
+$(BUILD)/tests/lib%.so: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) -Wno-missing-prototypes $(CFLAGS) -fPIC -shared -o $@ $< -ldl
 
 unit-bins: $(UNIT_BINS)
 

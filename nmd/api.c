@@ -2,7 +2,9 @@
  * nmd.sock: the configuration for daemons and tools. Every change goes
  * through the same rules as a write in the tree. Region references and
  * node pins belong to the connection that took them and die with it, as
- * ocfs2_hb_ctl's SEM_UNDO references die with their process.
+ * ocfs2_hb_ctl's SEM_UNDO references die with their process; a persistent
+ * region reference (ocfs2_hb_ctl -S without SEM_UNDO, o2ctl heartbeat
+ * start) belongs to nobody and lives until a release from any connection.
  */
 #include <sys/queue.h>
 
@@ -329,25 +331,39 @@ handle_region_acquire(struct ipc_conn *c, const Envelope *req)
 		it = region_item(nm, ra->name);
 	}
 	((struct nm_region *)it->obj)->refs++;
-	hold_add(c, HOLD_REGION, ra->name);
+	if (ra->persistent)
+		((struct nm_region *)it->obj)->persistent_refs++;
+	else
+		hold_add(c, HOLD_REGION, ra->name);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
-/* Drop one hold; the last reference on a region removes it. */
+/* The last reference on a region removes it. */
+static void
+region_unref(struct nmd *nm, const char *name, int persistent)
+{
+	struct nm_item *it;
+	struct nm_region *r;
+
+	if ((it = region_item(nm, name)) == NULL)
+		return;
+	r = it->obj;
+	if (persistent && r->persistent_refs > 0)
+		r->persistent_refs--;
+	if (r->refs > 0 && --r->refs == 0)
+		nm_rmdir(nm, it);
+}
+
+/* Drop one hold of a connection. */
 static void
 hold_release(struct nmd *nm, struct hold *h)
 {
 	struct nm_item *it;
-	struct nm_region *r;
 	struct nm_node *n;
 	struct nm_item *g;
 
 	if (h->kind == HOLD_REGION) {
-		if ((it = region_item(nm, h->name)) == NULL)
-			return;
-		r = it->obj;
-		if (r->refs > 0 && --r->refs == 0)
-			nm_rmdir(nm, it);
+		region_unref(nm, h->name, 0);
 		return;
 	}
 	if ((g = nm_node_group(nm)) == NULL || (it = nm_item_child(g, h->name)) == NULL)
@@ -370,19 +386,26 @@ hold_find(struct ipc_conn *c, enum hold_kind kind, const char *name)
 	return NULL;
 }
 
+/* The connection's own reference goes first, else a persistent one. */
 static void
 handle_region_release(struct ipc_conn *c, const Envelope *req)
 {
+	struct nmd *nm = ipc_conn_arg(c);
 	struct hold *h = hold_find(c, HOLD_REGION, req->item->path);
+	struct nm_item *it;
 
-	if (h == NULL) {
+	if (h != NULL) {
+		LIST_REMOVE(h, entry);
+		hold_release(nm, h);
+		free(h);
+	} else if ((it = region_item(nm, req->item->path)) != NULL &&
+	    ((struct nm_region *)it->obj)->persistent_refs > 0) {
+		region_unref(nm, req->item->path, 1);
+	} else {
 		ipc_reply_status(c, req, ENOENT, "no reference on region %s",
 		    req->item->path);
 		return;
 	}
-	LIST_REMOVE(h, entry);
-	hold_release(ipc_conn_arg(c), h);
-	free(h);
 	ipc_reply_status(c, req, 0, NULL);
 }
 

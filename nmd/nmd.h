@@ -71,6 +71,7 @@ struct nm_region {
 	char		*dev;		/* device path; set = started */
 	int		pid;		/* heartbeating process */
 	unsigned	refs;		/* acquirers through nmd.sock */
+	unsigned	persistent_refs;	/* of refs: not tied to a connection */
 };
 
 struct nm_cluster {

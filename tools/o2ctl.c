@@ -24,6 +24,18 @@ static const struct o2ctl_cmd commands[] = {
 	{ "rmdir", "PATH", "remove an item of the config tree", cmd_rmdir },
 	{ "watch", "[COUNT]", "print configuration changes as they happen", cmd_watch },
 	{ "ping", "DAEMON", "check that a daemon answers (nmd, hbd, netd, dlmd)", cmd_ping },
+	{ "heartbeat", "[--json] | start DEVICE | stop DEVICE|UUID",
+	  "heartbeat status; start or stop a volume's region (ocfs2_hb_ctl -S/-K)", cmd_heartbeat },
+	{ "clear-fence", "", "let a fenced node heartbeat again (only once it is safe)", cmd_clear_fence },
+	{ "hbwatch", "[COUNT] [--role R] [--ack-delay MS]",
+	  "print hbd's node, region and fence events as they happen", cmd_hbwatch },
+	{ "writer", "WHAT CMD [ARGS]", "run CMD as a registered disk writer: fencing kills it", cmd_writer },
+	{ "net-status", "", "links to the other nodes, quorum (netd)", cmd_net_status },
+	{ "net-echo", "[--type T] [--key K] [--count N] [--no-reply]",
+	  "answer messages of (T, K) with their checksum and bytes; check order", cmd_net_echo },
+	{ "net-send", "NODE|all [--size N|--sizes A-B] [--count N] [--window W]",
+	  "send messages to net-echo on NODE and check every answer", cmd_net_send },
+	{ "keygen", "FILE", "write a new cluster key for authenticated links (0600)", cmd_keygen },
 };
 
 static void

@@ -43,4 +43,16 @@ int	cmd_rmdir(struct o2ctl *, int, char **);
 int	cmd_watch(struct o2ctl *, int, char **);
 int	cmd_ping(struct o2ctl *, int, char **);
 
+/* hbd_cmds.c */
+int	cmd_heartbeat(struct o2ctl *, int, char **);
+int	cmd_clear_fence(struct o2ctl *, int, char **);
+int	cmd_hbwatch(struct o2ctl *, int, char **);
+int	cmd_writer(struct o2ctl *, int, char **);
+
+/* netd_cmds.c */
+int	cmd_net_status(struct o2ctl *, int, char **);
+int	cmd_net_echo(struct o2ctl *, int, char **);
+int	cmd_net_send(struct o2ctl *, int, char **);
+int	cmd_keygen(struct o2ctl *, int, char **);
+
 #endif

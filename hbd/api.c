@@ -1,0 +1,485 @@
+/*
+ * hbd.sock: subscriptions, ordered event delivery, disk writers, status
+ * and the fence switch.
+ *
+ * Events go out strictly in the order they were decided. Each one is
+ * given to every subscriber of the lowest role (net), and only when all
+ * of them have acked it (or HB_ACK_TIMEOUT_MS passed, which is logged)
+ * to the next role (dlm), then fs: o2hb calls its callbacks in priority
+ * order, net before dlm, so that dlm never hears of a node net does not
+ * know about yet. Observers (o2ctl hbwatch) get each event at once and
+ * never ack.
+ */
+#include <sys/queue.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "hbd.h"
+#include "ipc.h"
+#include "log.h"
+#include "util.h"
+
+#define ROLE_MAX	HBD__ROLE__ROLE_FS
+
+struct hb_event {
+	TAILQ_ENTRY(hb_event)	 entry;
+	uint64_t		 seq;
+	Envelope		 env;
+	Hbd__NodeEvent		 node;
+	Hbd__RegionEvent	 region;
+	Hbd__FencedEvent	 fenced;
+	char			*s1, *s2, *s3;	/* owned strings */
+};
+
+struct hb_client {
+	TAILQ_ENTRY(hb_client)	 entry;
+	struct ipc_conn		*conn;
+	int			 subscribed;
+	Hbd__Role		 role;
+	uint64_t		 since_seq;	/* first event it gets */
+	uint64_t		 awaiting;	/* event it has to ack, 0 none */
+	struct hb_writer	*writer;
+};
+
+struct api_state {
+	TAILQ_HEAD(, hb_event)	 events;	/* head: being delivered */
+	TAILQ_HEAD(, hb_client)	 clients;
+	uint64_t		 next_seq;
+	Hbd__Role		 stage;		/* role the head waits for */
+	unsigned		 unacked;
+	struct event		*ack_timer;
+};
+
+static void	deliver(struct hbd *);
+
+static struct hb_client *
+client_of(struct ipc_conn *c)
+{
+	struct hbd *h = ipc_conn_arg(c);
+	struct hb_client *cl = ipc_conn_data(c);
+
+	if (cl == NULL) {
+		cl = xcalloc(1, sizeof(*cl));
+		cl->conn = c;
+		ipc_conn_set_data(c, cl);
+		TAILQ_INSERT_TAIL(&h->api->clients, cl, entry);
+	}
+	return cl;
+}
+
+static void
+event_free_one(struct hb_event *e)
+{
+	free(e->s1);
+	free(e->s2);
+	free(e->s3);
+	free(e);
+}
+
+static void
+ack_timer_add(struct hbd *h)
+{
+	struct timeval tv = { HB_ACK_TIMEOUT_MS / 1000, (HB_ACK_TIMEOUT_MS % 1000) * 1000 };
+
+	evtimer_add(h->api->ack_timer, &tv);
+}
+
+/*
+ * Move the head event along: to the next role that has subscribers, or
+ * off the queue when every role has it. Stops while acks are awaited.
+ */
+static void
+deliver(struct hbd *h)
+{
+	struct api_state *a = h->api;
+	struct hb_event *e;
+	struct hb_client *cl, *next;
+
+	while ((e = TAILQ_FIRST(&a->events)) != NULL) {
+		if (a->unacked > 0)
+			return;
+		for (; a->stage <= ROLE_MAX; a->stage++) {
+			for (cl = TAILQ_FIRST(&a->clients); cl != NULL; cl = next) {
+				next = TAILQ_NEXT(cl, entry);
+				if (!cl->subscribed || cl->role != a->stage ||
+				    cl->since_seq > e->seq)
+					continue;
+				cl->awaiting = e->seq;
+				a->unacked++;
+				ipc_send(cl->conn, &e->env);	/* may close it */
+			}
+			if (a->unacked > 0) {
+				a->stage++;
+				ack_timer_add(h);
+				return;
+			}
+		}
+		TAILQ_REMOVE(&a->events, e, entry);
+		event_free_one(e);
+		a->stage = HBD__ROLE__ROLE_NET;
+	}
+}
+
+static void
+ack_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	struct hbd *h = arg;
+	struct hb_client *cl;
+
+	(void)fd;
+	(void)ev;
+	TAILQ_FOREACH(cl, &h->api->clients, entry) {
+		if (cl->awaiting == 0)
+			continue;
+		log_warnx("subscriber pid %d (role %d) did not ack event %llu within "
+		    "%d ms; passing it on", (int)ipc_conn_pid(cl->conn), cl->role,
+		    (unsigned long long)cl->awaiting, HB_ACK_TIMEOUT_MS);
+		cl->awaiting = 0;
+	}
+	h->api->unacked = 0;
+	deliver(h);
+}
+
+static void
+deliver_later(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	deliver(arg);
+}
+
+static void
+client_acked(struct hbd *h, struct hb_client *cl)
+{
+	cl->awaiting = 0;
+	if (h->api->unacked > 0 && --h->api->unacked == 0) {
+		evtimer_del(h->api->ack_timer);
+		deliver(h);
+	}
+}
+
+static void
+enqueue(struct hbd *h, struct hb_event *e)
+{
+	struct api_state *a = h->api;
+	struct hb_client *cl, *next;
+
+	if (a == NULL) {
+		event_free_one(e);
+		return;
+	}
+	e->env.kind = KIND__KIND_EVENT;
+	for (cl = TAILQ_FIRST(&a->clients); cl != NULL; cl = next) {
+		next = TAILQ_NEXT(cl, entry);
+		if (cl->subscribed && cl->role == HBD__ROLE__ROLE_OBSERVER)
+			ipc_send(cl->conn, &e->env);
+	}
+	TAILQ_INSERT_TAIL(&a->events, e, entry);
+	if (TAILQ_FIRST(&a->events) == e)
+		deliver(h);
+}
+
+static struct hb_event *
+event_new_seq(struct hbd *h)
+{
+	struct hb_event *e = xcalloc(1, sizeof(*e));
+
+	envelope__init(&e->env);
+	e->seq = h->api != NULL ? ++h->api->next_seq : 0;
+	return e;
+}
+
+void
+api_node_event(struct hbd *h, int up, unsigned node, uint64_t gen,
+    const char *region, const char *reason, uint64_t time_ms,
+    uint64_t last_change_ms)
+{
+	struct hb_event *e = event_new_seq(h);
+
+	hbd__node_event__init(&e->node);
+	e->node.seq = e->seq;
+	e->node.kind = up ? HBD__NODE_EVENT_KIND__NODE_UP : HBD__NODE_EVENT_KIND__NODE_DOWN;
+	e->node.node = node;
+	e->node.generation = gen;
+	e->node.region = e->s1 = xstrdup(region);
+	e->node.reason = e->s2 = xstrdup(reason);
+	e->node.time_ms = time_ms;
+	e->node.last_change_ms = last_change_ms;
+	e->env.type = MSG_TYPE__MSG_HBD_NODE_EVENT;
+	e->env.payload_case = ENVELOPE__PAYLOAD_NODE_EVENT;
+	e->env.node_event = &e->node;
+	enqueue(h, e);
+}
+
+void
+api_region_event(struct hbd *h, Hbd__RegionEventKind kind, const char *region,
+    const char *reason)
+{
+	struct hb_event *e = event_new_seq(h);
+
+	hbd__region_event__init(&e->region);
+	e->region.seq = e->seq;
+	e->region.kind = kind;
+	e->region.region = e->s1 = xstrdup(region);
+	e->region.reason = e->s2 = xstrdup(reason);
+	e->region.time_ms = wall_ms();
+	e->env.type = MSG_TYPE__MSG_HBD_REGION_EVENT;
+	e->env.payload_case = ENVELOPE__PAYLOAD_REGION_EVENT;
+	e->env.region_event = &e->region;
+	enqueue(h, e);
+}
+
+void
+api_fenced_event(struct hbd *h, const char *reason, const char *method)
+{
+	struct hb_event *e = event_new_seq(h);
+
+	hbd__fenced_event__init(&e->fenced);
+	e->fenced.seq = e->seq;
+	e->fenced.reason = e->s1 = xstrdup(reason);
+	e->fenced.method = e->s2 = xstrdup(method);
+	e->fenced.time_ms = wall_ms();
+	e->env.type = MSG_TYPE__MSG_HBD_FENCED;
+	e->env.payload_case = ENVELOPE__PAYLOAD_FENCED_EVENT;
+	e->env.fenced_event = &e->fenced;
+	enqueue(h, e);
+}
+
+static void
+fill_status(struct hbd *h, Hbd__HbStatus *st)
+{
+	struct hb_region *r;
+	struct hb_writer *w;
+	size_t n;
+	unsigned i;
+
+	hbd__hb_status__init(st);
+	st->local_node = h->local_node;
+	st->interval_ms = h->interval_ms;
+	st->dead_threshold = h->dead_threshold;
+	st->fenced = h->fenced;
+	st->fence_reason = h->fence_reason;
+	st->mode = h->global ? "global" : "local";
+	st->fence_method = (char *)cc_fence_method_name(h->fence_method);
+	st->live_nodes = xcalloc(HB_MAX_NODES, sizeof(*st->live_nodes));
+	for (i = 0; i < HB_MAX_NODES; i++)
+		if (h->members.up[i])
+			st->live_nodes[st->n_live_nodes++] = i;
+	n = 0;
+	TAILQ_FOREACH(r, &h->regions, entry)
+		n++;
+	st->regions = xcalloc(n + 1, sizeof(*st->regions));
+	TAILQ_FOREACH(r, &h->regions, entry) {
+		st->regions[st->n_regions] = xcalloc(1, sizeof(Hbd__RegionStatus));
+		region_fill_status(r, st->regions[st->n_regions++]);
+	}
+	n = 0;
+	LIST_FOREACH(w, &h->writers, entry)
+		n++;
+	st->writers = xcalloc(n + 1, sizeof(*st->writers));
+	LIST_FOREACH(w, &h->writers, entry) {
+		Hbd__Writer *hw = xcalloc(1, sizeof(*hw));
+
+		hbd__writer__init(hw);
+		hw->pid = w->pid;
+		hw->what = w->what;
+		st->writers[st->n_writers++] = hw;
+	}
+}
+
+static void
+free_status(Hbd__HbStatus *st)
+{
+	size_t i;
+
+	for (i = 0; i < st->n_regions; i++) {
+		region_free_status(st->regions[i]);
+		free(st->regions[i]);
+	}
+	for (i = 0; i < st->n_writers; i++)
+		free(st->writers[i]);
+	free(st->regions);
+	free(st->writers);
+	free(st->live_nodes);
+}
+
+static void
+reply_status(struct ipc_conn *c, const Envelope *req)
+{
+	Envelope rep = ENVELOPE__INIT;
+	Hbd__HbStatus st;
+
+	fill_status(ipc_conn_arg(c), &st);
+	rep.payload_case = ENVELOPE__PAYLOAD_HB_STATUS;
+	rep.hb_status = &st;
+	ipc_reply(c, req, &rep);
+	free_status(&st);
+}
+
+/* The reply is the membership the subscriber starts from. */
+static void
+handle_subscribe(struct ipc_conn *c, const Envelope *req)
+{
+	struct hbd *h = ipc_conn_arg(c);
+	struct hb_client *cl = client_of(c);
+
+	if ((int)req->hb_subscribe->role < HBD__ROLE__ROLE_OBSERVER ||
+	    req->hb_subscribe->role > ROLE_MAX) {
+		ipc_reply_status(c, req, EINVAL, "unknown role %d",
+		    (int)req->hb_subscribe->role);
+		return;
+	}
+	if (cl->subscribed && cl->awaiting != 0)
+		client_acked(h, cl);
+	cl->subscribed = 1;
+	cl->role = req->hb_subscribe->role;
+	cl->since_seq = h->api->next_seq + 1;
+	log_debug("pid %d subscribed as role %d", (int)ipc_conn_pid(c), cl->role);
+	reply_status(c, req);
+}
+
+static void
+handle_ack(struct ipc_conn *c, const Envelope *req)
+{
+	struct hb_client *cl = client_of(c);
+
+	if (cl->awaiting != 0 && cl->awaiting == req->hb_ack->seq)
+		client_acked(ipc_conn_arg(c), cl);
+	ipc_reply_status(c, req, 0, NULL);
+}
+
+/*
+ * pidfd_open pins the process we were talking to: a pid reused after it
+ * exits can never be killed by mistake.
+ */
+static void
+handle_register_writer(struct ipc_conn *c, const Envelope *req)
+{
+	struct hbd *h = ipc_conn_arg(c);
+	struct hb_client *cl = client_of(c);
+	pid_t pid = ipc_conn_pid(c);
+	struct hb_writer *w;
+	int pidfd;
+
+	if (h->fenced) {
+		ipc_reply_status(c, req, EPERM, "this node is fenced (%s)",
+		    h->fence_reason);
+		return;
+	}
+	if (cl->writer != NULL) {
+		ipc_reply_status(c, req, EEXIST, "pid %d is already registered",
+		    (int)pid);
+		return;
+	}
+	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1) {
+		ipc_reply_status(c, req, errno, "pidfd_open(%d): %s", (int)pid,
+		    strerror(errno));
+		return;
+	}
+	w = xcalloc(1, sizeof(*w));
+	w->pid = pid;
+	w->pidfd = pidfd;
+	w->what = xstrdup(req->register_writer->what);
+	LIST_INSERT_HEAD(&h->writers, w, entry);
+	cl->writer = w;
+	log_info("disk writer pid %d registered (%s)", (int)pid, w->what);
+	ipc_reply_status(c, req, 0, NULL);
+}
+
+static void
+handle_status(struct ipc_conn *c, const Envelope *req)
+{
+	reply_status(c, req);
+}
+
+static void
+handle_clear_fence(struct ipc_conn *c, const Envelope *req)
+{
+	struct hbd *h = ipc_conn_arg(c);
+
+	if (!h->fenced) {
+		ipc_reply_status(c, req, EALREADY, "this node is not fenced");
+		return;
+	}
+	if (fence_clear(h) == -1) {
+		ipc_reply_status(c, req, EBUSY, "I/O of the fenced incarnation is "
+		    "still in flight (%u regions); try again when the disk answers",
+		    h->hung_regions);
+		return;
+	}
+	ipc_reply_status(c, req, 0, NULL);
+}
+
+/* netd's quorum says we are on the losing side: run the fence method. */
+static void
+handle_fence(struct ipc_conn *c, const Envelope *req)
+{
+	struct hbd *h = ipc_conn_arg(c);
+
+	log_warnx("pid %d asks us to fence: %s", (int)ipc_conn_pid(c),
+	    req->fenced_event->reason);
+	fence(h, "asked by pid %d: %s", (int)ipc_conn_pid(c), req->fenced_event->reason);
+	ipc_reply_status(c, req, 0, NULL);
+}
+
+static void
+client_closed(struct ipc_conn *c)
+{
+	struct hbd *h = ipc_conn_arg(c);
+	struct hb_client *cl = ipc_conn_data(c);
+
+	if (cl == NULL)
+		return;
+	TAILQ_REMOVE(&h->api->clients, cl, entry);
+	if (cl->writer != NULL) {
+		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid,
+		    cl->writer->what);
+		LIST_REMOVE(cl->writer, entry);
+		close(cl->writer->pidfd);
+		free(cl->writer->what);
+		free(cl->writer);
+	}
+	if (cl->awaiting != 0 && h->api->unacked > 0 && --h->api->unacked == 0) {
+		evtimer_del(h->api->ack_timer);
+		/* Not from inside ipc_send's loop in deliver(): later. */
+		event_base_once(h->base, -1, EV_TIMEOUT, deliver_later, h, NULL);
+	}
+	free(cl);
+}
+
+static const struct ipc_handler hbd_handlers[] = {
+	{ MSG_TYPE__MSG_HBD_SUBSCRIBE, ENVELOPE__PAYLOAD_HB_SUBSCRIBE, handle_subscribe },
+	{ MSG_TYPE__MSG_HBD_EVENT_ACK, ENVELOPE__PAYLOAD_HB_ACK, handle_ack },
+	{ MSG_TYPE__MSG_HBD_REGISTER_WRITER, ENVELOPE__PAYLOAD_REGISTER_WRITER, handle_register_writer },
+	{ MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD__NOT_SET, handle_status },
+	{ MSG_TYPE__MSG_HBD_CLEAR_FENCE, ENVELOPE__PAYLOAD__NOT_SET, handle_clear_fence },
+	{ MSG_TYPE__MSG_HBD_FENCE, ENVELOPE__PAYLOAD_FENCED_EVENT, handle_fence },
+};
+
+void
+api_start(struct hbd *h)
+{
+	char *path;
+
+	h->api = xcalloc(1, sizeof(*h->api));
+	TAILQ_INIT(&h->api->events);
+	TAILQ_INIT(&h->api->clients);
+	h->api->stage = HBD__ROLE__ROLE_NET;
+	if ((h->api->ack_timer = evtimer_new(h->base, ack_timeout, h)) == NULL)
+		fatalx("out of memory");
+	xasprintf(&path, "%s/hbd.sock", h->rundir);
+	h->ipc = ipc_server_listen(h->base, path, "hbd", hbd_handlers,
+	    nitems(hbd_handlers), h);
+	if (h->ipc == NULL)
+		fatal("cannot listen on %s", path);
+	ipc_server_on_close(h->ipc, client_closed);
+	free(path);
+}

@@ -1,0 +1,141 @@
+/*
+ * Self-fencing. We fence when we can no longer prove to our peers that
+ * we are alive (our heartbeat write did not complete within
+ * dead_threshold - 1 intervals), or when our slot holds somebody else's
+ * block. Peers will soon call us dead and recover our locks and
+ * journal; before that, nothing of ours may write to the disk again.
+ *
+ * kill: SIGKILL every registered disk writer of this node, wait until
+ *	each is gone, then stop heartbeating without the clean-stop block
+ *	(the peers must see us die, not leave).
+ * reset: reboot(2) at once, no sync, as the kernel's emergency_restart.
+ * panic: crash the kernel through sysrq (kdump can catch it), else reset.
+ *
+ * A fenced hbd stays fenced, refusing regions and writers, until an
+ * admin runs o2ctl clear-fence: it must not rejoin on its own.
+ */
+#include <sys/reboot.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hbd.h"
+#include "log.h"
+
+#define FENCE_CONFIRM_MS	5000
+
+static void
+fence_reboot(int panic)
+{
+	int fd;
+
+	/* No sync: the disk may be what hangs, and nothing may reach it now. */
+	if (panic && (fd = open("/proc/sysrq-trigger", O_WRONLY)) != -1) {
+		if (write(fd, "c", 1) == -1)
+			log_warn("sysrq crash");
+		close(fd);
+	}
+	reboot(RB_AUTOBOOT);
+	log_warn("reboot");
+}
+
+/*
+ * Blocking on purpose: nothing else this daemon could do matters until
+ * the writers are gone, and the wait is bounded.
+ */
+static int
+kill_writers(struct hbd *h)
+{
+	struct hb_writer *w;
+	struct pollfd pfd;
+	uint64_t deadline = mono_us() + FENCE_CONFIRM_MS * 1000ull;
+	int left = 0, ms;
+
+	LIST_FOREACH(w, &h->writers, entry) {
+		log_err("fencing: killing disk writer pid %d (%s)", (int)w->pid, w->what);
+		if (syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0) == -1 &&
+		    errno != ESRCH)
+			log_warn("fencing: pidfd_send_signal(%d)", (int)w->pid);
+	}
+	/* A pidfd polls readable once its process has exited. */
+	LIST_FOREACH(w, &h->writers, entry) {
+		pfd.fd = w->pidfd;
+		pfd.events = POLLIN;
+		ms = (int)(deadline > mono_us() ? (deadline - mono_us()) / 1000 : 0);
+		if (poll(&pfd, 1, ms) == 1) {
+			log_info("fencing: disk writer pid %d is gone", (int)w->pid);
+			continue;
+		}
+		log_err("fencing: disk writer pid %d did not die within %d ms",
+		    (int)w->pid, FENCE_CONFIRM_MS);
+		left++;
+	}
+	return left;
+}
+
+void
+fence(struct hbd *h, const char *fmt, ...)
+{
+	struct hb_region *r, *next;
+	const char *method = cc_fence_method_name(h->fence_method);
+	va_list ap;
+
+	if (h->fenced)
+		return;
+	h->fenced = 1;
+	va_start(ap, fmt);
+	vsnprintf(h->fence_reason, sizeof(h->fence_reason), fmt, ap);
+	va_end(ap);
+	log_err("*** FENCING this node (method %s): %s", method, h->fence_reason);
+	switch (h->fence_method) {
+	case CC_FENCE_RESET:
+		fence_reboot(0);
+		break;
+	case CC_FENCE_PANIC:
+		fence_reboot(1);
+		break;
+	case CC_FENCE_KILL:
+		if (kill_writers(h) > 0)
+			log_err("fencing: some disk writers may still be alive; "
+			    "this node must be reset by hand");
+		break;
+	}
+	for (r = TAILQ_FIRST(&h->regions); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, entry);
+		region_stop(r, 0);
+	}
+	api_fenced_event(h, h->fence_reason, method);
+}
+
+/*
+ * The admin says the node is safe again: rejoin with new generations.
+ * Not while a write of the fenced incarnation may still land: it would
+ * overwrite the new incarnation's slot.
+ */
+int
+fence_clear(struct hbd *h)
+{
+	struct hb_region *r;
+
+	if (h->hung_regions > 0)
+		return -1;
+	TAILQ_FOREACH(r, &h->regions, entry)
+		if (r->state == RS_STOPPING)
+			return -1;
+	log_info("fence cleared by the admin (was: %s)", h->fence_reason);
+	h->fenced = 0;
+	h->fence_reason[0] = '\0';
+	/* Failed leftovers of the fenced incarnation are started afresh. */
+	while ((r = TAILQ_FIRST(&h->regions)) != NULL)
+		region_forget(r);
+	nmd_refetch(h);
+	return 0;
+}

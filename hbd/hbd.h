@@ -1,0 +1,261 @@
+/*
+ * hbd: the disk heartbeat daemon. It writes this node's o2hb block to
+ * its slot of every heartbeat region, reads everybody else's, decides
+ * which nodes are alive, tells the other daemons in a fixed order, and
+ * fences this node when it can no longer prove to its peers that it is
+ * alive.
+ */
+#ifndef HBD_H
+#define HBD_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clusterconf.h"
+#include "envelope.pb-c.h"
+
+#define HB_MAX_NODES		255	/* O2NM_MAX_NODES: slots 0..254 */
+#define HB_LIVE_THRESHOLD	2	/* O2HB_LIVE_THRESHOLD */
+#define HB_PROBE_SAMPLES	2	/* read-only samples before our first write */
+#define HB_LAT_RING		4096	/* write latencies kept for percentiles */
+#define HB_ACK_TIMEOUT_MS	5000	/* a subscriber that does not ack in time is skipped */
+
+struct event;
+struct event_base;
+struct ipc_conn;
+struct ipc_server;
+
+/* block.c: the on-disk block. */
+struct hb_block {
+	uint64_t	seq;
+	uint8_t		node;
+	uint32_t	cksum;		/* as found on disk (decode only) */
+	uint64_t	generation;
+	uint32_t	dead_ms;
+};
+
+uint32_t hb_crc32_le(uint32_t crc, const void *buf, size_t len);
+/* Fill a whole block: fields, zeroes, checksum. */
+void	hb_block_encode(void *buf, unsigned block_bytes, const struct hb_block *b);
+/* The fields; returns 1 when the checksum matches, 0 when it does not. */
+int	hb_block_decode(const void *buf, unsigned block_bytes, struct hb_block *b);
+
+/* liveness.c: o2hb's rules, pure. */
+struct hb_sample {
+	int		crc_ok;
+	uint64_t	seq;
+	uint64_t	generation;
+	uint32_t	dead_ms;
+};
+
+struct hb_slot {
+	unsigned	num;
+	int		live;
+	uint64_t	last_seq;
+	uint64_t	last_gen;
+	unsigned	changed;	/* ds_changed_samples */
+	unsigned	equal;		/* ds_equal_samples */
+	uint64_t	last_change_ms;	/* caller's clock at the last change */
+	uint64_t	missed_total;	/* unchanged or bad samples while live */
+	uint32_t	dead_ms;	/* as last read */
+	int		bad_crc_seen;
+};
+
+enum hb_transition { HB_SAME, HB_UP, HB_DOWN };
+enum hb_reason {
+	HB_WHY_CHANGED_SAMPLES,
+	HB_WHY_MISSED_SAMPLES,
+	HB_WHY_NEW_GENERATION,
+	HB_WHY_CLEAN_STOP,
+	HB_WHY_REGION_STOPPED,
+};
+
+struct hb_verdict {
+	enum hb_transition transition;
+	enum hb_reason	why;
+	uint64_t	generation;	/* of the incarnation that came or went */
+	unsigned	missed;		/* HB_WHY_MISSED_SAMPLES: how many */
+	int		bad_crc;	/* first bad block of a run: log it */
+	int		dead_ms_mismatch;	/* came up with another dead time */
+};
+
+void	hb_slot_seed(struct hb_slot *, unsigned num, const struct hb_sample *);
+void	hb_slot_sample(struct hb_slot *, const struct hb_sample *,
+	    unsigned dead_threshold, uint32_t our_dead_ms, uint64_t now_ms,
+	    struct hb_verdict *);
+const char *hb_reason_text(const struct hb_verdict *, char *buf, size_t len);
+
+struct hb_steady {
+	unsigned	left;		/* hr_steady_iterations */
+	unsigned	unsteady_left;	/* hr_unsteady_iterations */
+};
+enum hb_steady_state {
+	HB_STEADY_WAITING, HB_STEADY_REACHED, HB_STEADY_ALREADY, HB_STEADY_GAVE_UP,
+};
+void	hb_steady_init(struct hb_steady *, int first_global);
+enum hb_steady_state hb_steady_step(struct hb_steady *, int iteration_ok,
+	    int membership_change);
+
+struct hb_membership {
+	uint8_t		live_in[HB_MAX_NODES];	/* regions that see it live */
+	uint8_t		up[HB_MAX_NODES];
+};
+int	hb_member_rule(unsigned live_in, unsigned nregions, int global);
+enum hb_transition hb_member_slot(struct hb_membership *, unsigned node, int live,
+	    unsigned nregions, int global);
+enum hb_transition hb_member_recheck(struct hb_membership *, unsigned node,
+	    unsigned nregions, int global);
+
+/* region.c: one heartbeat region and its I/O thread. */
+enum hb_region_state {
+	RS_PROBING,	/* reading only: is somebody else writing our slot? */
+	RS_STARTING,	/* writing, not yet steady */
+	RS_STEADY,
+	RS_STOPPING,
+	RS_FAILED,	/* kept for the status until its nmd item goes */
+};
+
+enum hb_io_job { IO_NONE, IO_READ, IO_ITERATE, IO_LEAVE, IO_EXIT };
+
+/* Shared with the I/O thread, under mu. */
+struct hb_io {
+	pthread_t	 thread;
+	int		 started;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	enum hb_io_job	 job;		/* queued for the thread */
+	enum hb_io_job	 done;		/* what just completed */
+	int		 busy;		/* a job is queued or running */
+	int		 pipe[2];	/* thread -> event loop: "done" */
+	unsigned	 nslots;	/* read slots 0..nslots-1 */
+	int		 rerr, werr;	/* errno of the last job, 0 ok */
+	uint64_t	 write_us;
+	atomic_int	 no_writes;	/* fenced: the thread must not write again */
+};
+
+struct hb_region {
+	TAILQ_ENTRY(hb_region)	 entry;
+	struct hbd		*hbd;
+	char			 name[CC_REGION_NAME_LEN + 1];
+	char			*dev;
+	unsigned		 block_bytes;
+	uint64_t		 start_block;
+	unsigned		 blocks;
+	int			 fd;
+	uint64_t		 generation;
+	enum hb_region_state	 state;
+	char			 why[256];	/* failed: why */
+	int			 seeded;
+	unsigned		 probes_left;
+	struct hb_steady	 steady;
+	int			 timed_out;	/* write timeout fired (global mode) */
+	struct hb_slot		 slots[HB_MAX_NODES];
+	uint8_t			*rbuf;		/* all slots, O_DIRECT-aligned */
+	uint8_t			*wbuf;		/* our block */
+	struct hb_block		 pending;	/* the block being written */
+	struct hb_block		 written;	/* last block whose write completed */
+	int			 check_own;	/* written is on disk: expect it */
+	uint64_t		 tick_ms;	/* wall clock of the sample in flight */
+	int			 stop_clean;	/* stopping: write the clean-stop block */
+	int			 zombie;	/* its thread is busy: clean up when idle */
+	int			 unlinked;	/* off the list: free it then */
+	struct event		*tick_ev;
+	struct event		*timeout_ev;
+	struct event		*done_ev;
+	struct hb_io		 io;
+	uint64_t		 lat_last_us, lat_max_us, writes, skipped;
+	uint32_t		 lat[HB_LAT_RING];
+	int			 rerr_logged, werr_logged, skip_logged;
+};
+
+struct hb_region *region_start(struct hbd *, const char *name, const char *dev,
+	    unsigned block_bytes, uint64_t start_block, unsigned blocks);
+void	region_stop(struct hb_region *, int clean);
+void	region_forget(struct hb_region *);	/* a failed one */
+struct hb_region *region_find(struct hbd *, const char *name);
+unsigned region_nrunning(struct hbd *);
+void	region_fill_status(struct hb_region *, Hbd__RegionStatus *);
+void	region_free_status(Hbd__RegionStatus *);
+
+/* membership.c: nodes up or down across regions. */
+void	member_slot(struct hbd *, struct hb_region *, unsigned node, int live,
+	    const struct hb_verdict *, uint64_t time_ms);
+void	member_recheck_all(struct hbd *, struct hb_region *why);
+
+/* nmdlink.c: our client connection to nmd. */
+void	nmd_link_start(struct hbd *);
+void	nmd_refetch(struct hbd *);
+void	nmd_pin(struct hbd *, unsigned node, int pin);
+void	nmd_set_pid(struct hbd *, const char *region, int pid);
+
+/* devscan.c: the device of a global heartbeat region. */
+int	devscan_find(const char *uuid, char *path, size_t len);
+
+/* fence.c */
+void	fence(struct hbd *, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
+int	fence_clear(struct hbd *);
+void	fence_writer_gone(struct hbd *, pid_t);
+
+/* api.c: hbd.sock. */
+void	api_start(struct hbd *);
+void	api_node_event(struct hbd *, int up, unsigned node, uint64_t gen,
+	    const char *region, const char *reason, uint64_t time_ms,
+	    uint64_t last_change_ms);
+void	api_region_event(struct hbd *, Hbd__RegionEventKind, const char *region,
+	    const char *reason);
+void	api_fenced_event(struct hbd *, const char *reason, const char *method);
+
+struct hb_writer {
+	LIST_ENTRY(hb_writer)	 entry;
+	pid_t			 pid;
+	int			 pidfd;
+	char			*what;
+};
+
+struct hbd {
+	struct event_base	*base;
+	const char		*rundir;
+	const char		*node_name;
+
+	/* From nmd. */
+	int			 have_config;
+	char			 cluster[CC_CLUSTER_NAME_MAX + 1];
+	unsigned		 local_node;	/* CC_INVALID_NODE: none */
+	unsigned		 interval_ms;
+	unsigned		 dead_threshold;
+	int			 global;
+	enum cc_fence_method	 fence_method;
+	uint8_t			 configured[HB_MAX_NODES];
+	char			*node_names[HB_MAX_NODES];
+
+	struct ipc_conn		*nmd;
+	struct event		*nmd_retry;
+	int			 nmd_fetching, nmd_refetch;
+	uint8_t			 global_acquired[CC_MAX_REGIONS];
+
+	TAILQ_HEAD(, hb_region)	 regions;
+	unsigned		 hung_regions;	/* stopped, their I/O still in flight */
+	struct hb_membership	 members;
+	uint64_t		 member_gen[HB_MAX_NODES];
+	uint8_t			 pinned[HB_MAX_NODES];
+
+	int			 stopping;	/* SIGTERM: leaving, start nothing */
+	int			 fenced;
+	char			 fence_reason[512];
+	LIST_HEAD(, hb_writer)	 writers;
+
+	struct ipc_server	*ipc;
+	struct api_state	*api;
+};
+
+/* Clocks: wall for what we show and write, monotonic for durations. */
+uint64_t wall_ms(void);
+uint64_t mono_us(void);
+uint32_t hbd_dead_ms(const struct hbd *);
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * Our connection to nmd: the configuration (nodes, heartbeat tunables,
+ * regions), its changes, node pins and the regions' pid attribute.
+ *
+ * nmd is the authority on which regions exist. Local mode: a region
+ * starts when its item has `dev` (ocfs2_hb_ctl, o2ctl heartbeat start or
+ * a mount made it) and stops cleanly when the item goes. Global mode:
+ * hbd itself acquires every region of cluster.conf's heartbeat: stanzas,
+ * with the device found by devscan, and the same path starts them.
+ *
+ * If nmd goes away we keep heartbeating as we are (stopping would look
+ * like a crash to peers while the filesystem still writes) and reconnect.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "hbd.h"
+#include "ipc.h"
+#include "log.h"
+#include "util.h"
+#include "volume.h"
+
+#define NMD_RETRY_MS	1000
+#define GLOBAL_RETRY_MS	5000
+
+static void	nmd_connect(struct hbd *);
+
+static void
+request_failed(const Envelope *rep, void *arg)
+{
+	char *what = arg;
+
+	if (rep == NULL)
+		log_warnx("nmd: %s: connection lost", what);
+	else if (rep->status != 0 && rep->status != ENOENT)
+		log_warnx("nmd: %s: %s", what, rep->error[0] ? rep->error :
+		    strerror(rep->status));
+	free(what);
+}
+
+/* Fire and forget, logging a refusal. */
+static void
+nmd_send(struct hbd *h, Envelope *req, char *what)
+{
+	if (h->nmd == NULL || ipc_request(h->nmd, req, request_failed, what) == -1)
+		free(what);
+}
+
+void
+nmd_pin(struct hbd *h, unsigned node, int pin)
+{
+	Envelope req = ENVELOPE__INIT;
+	Nmd__Pin p = NMD__PIN__INIT;
+	char *what;
+
+	if (h->node_names[node] == NULL || h->pinned[node] == pin || h->nmd == NULL)
+		return;
+	p.node = h->node_names[node];
+	p.kind = "heartbeat";
+	req.type = pin ? MSG_TYPE__MSG_NMD_PIN : MSG_TYPE__MSG_NMD_UNPIN;
+	req.payload_case = ENVELOPE__PAYLOAD_PIN;
+	req.pin = &p;
+	h->pinned[node] = (uint8_t)pin;
+	xasprintf(&what, "%s node %s", pin ? "pin" : "unpin", p.node);
+	nmd_send(h, &req, what);
+}
+
+void
+nmd_set_pid(struct hbd *h, const char *region, int pid)
+{
+	Envelope req = ENVELOPE__INIT;
+	Nmd__SetAttr sa = NMD__SET_ATTR__INIT;
+	char *path, val[16], *what;
+
+	if (h->cluster[0] == '\0')
+		return;
+	xasprintf(&path, "cluster/%s/heartbeat/%s/pid", h->cluster, region);
+	snprintf(val, sizeof(val), "%d", pid);
+	sa.path = path;
+	sa.value = val;
+	req.type = MSG_TYPE__MSG_NMD_SET_ATTR;
+	req.payload_case = ENVELOPE__PAYLOAD_SET_ATTR;
+	req.set_attr = &sa;
+	xasprintf(&what, "set %s = %s", path, val);
+	nmd_send(h, &req, what);
+	free(path);
+}
+
+static const Nmd__Region *
+cfg_region(const Nmd__Config *cfg, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < cfg->n_regions; i++)
+		if (strcmp(cfg->regions[i]->name, name) == 0)
+			return cfg->regions[i];
+	return NULL;
+}
+
+/*
+ * Global mode: find the volume of each heartbeat: stanza and acquire its
+ * region for as long as we live (the reference dies with our connection).
+ * Returns how many are still without a device.
+ */
+static unsigned
+acquire_global(struct hbd *h, const Nmd__Config *cfg)
+{
+	struct hb_region_desc d;
+	struct volume v;
+	Envelope req = ENVELOPE__INIT;
+	Nmd__RegionAcquire ra = NMD__REGION_ACQUIRE__INIT;
+	char dev[4096], err[512], *what;
+	unsigned missing = 0;
+	size_t i;
+
+	for (i = 0; i < cfg->n_global_regions; i++) {
+		const char *uuid = cfg->global_regions[i];
+
+		if (cfg_region(cfg, uuid) != NULL || region_find(h, uuid) != NULL)
+			continue;
+		if (devscan_find(uuid, dev, sizeof(dev)) == -1) {
+			log_warnx("global heartbeat region %s: no device with that "
+			    "volume UUID (set OCFS2_DEVICES to the candidates)", uuid);
+			missing++;
+			continue;
+		}
+		if (volume_open(dev, O_RDONLY, &v, err, sizeof(err)) == -1 ||
+		    volume_heartbeat_region(&v, &d, err, sizeof(err)) == -1) {
+			log_warnx("global heartbeat region %s: %s", uuid, err);
+			if (v.fd >= 0)
+				volume_close(&v);
+			missing++;
+			continue;
+		}
+		volume_close(&v);
+		ra.name = (char *)uuid;
+		ra.block_bytes = d.block_bytes;
+		ra.start_block = d.start_block;
+		ra.blocks = d.blocks;
+		ra.dev = dev;
+		req.type = MSG_TYPE__MSG_NMD_REGION_ACQUIRE;
+		req.payload_case = ENVELOPE__PAYLOAD_REGION_ACQUIRE;
+		req.region_acquire = &ra;
+		log_info("global heartbeat region %s is on %s", uuid, dev);
+		xasprintf(&what, "acquire global region %s on %s", uuid, dev);
+		nmd_send(h, &req, what);
+	}
+	return missing;
+}
+
+static void
+global_retry(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	nmd_refetch(arg);
+}
+
+/* nmd lost our pid (it restarted, or raced with a stop): say it again. */
+static int
+pid_unset(const Nmd__Config *cfg, const char *name)
+{
+	const Nmd__Region *cr = cfg_region(cfg, name);
+
+	return cr != NULL && cr->pid != (int)getpid();
+}
+
+static void
+reconcile_regions(struct hbd *h, const Nmd__Config *cfg)
+{
+	struct hb_region *r, *next;
+	const Nmd__Region *cr;
+	size_t i;
+
+	for (r = TAILQ_FIRST(&h->regions); r != NULL; r = next) {
+		next = TAILQ_NEXT(r, entry);
+		cr = cfg_region(cfg, r->name);
+		if (cr != NULL && cr->dev[0] != '\0')
+			continue;
+		if (r->state == RS_FAILED) {
+			region_forget(r);
+		} else if (r->state != RS_STOPPING) {
+			log_info("region %s: its nmd item is gone, stopping", r->name);
+			region_stop(r, 1);
+		}
+	}
+	if (h->fenced || h->stopping || h->local_node == CC_INVALID_NODE)
+		return;
+	for (i = 0; i < cfg->n_regions; i++) {
+		cr = cfg->regions[i];
+		if (cr->dev[0] == '\0' || region_find(h, cr->name) != NULL)
+			continue;
+		region_start(h, cr->name, cr->dev, cr->block_bytes, cr->start_block,
+		    cr->blocks);
+	}
+}
+
+static void
+apply_config(struct hbd *h, const Nmd__Config *cfg)
+{
+	static struct event *retry;
+	enum cc_fence_method fm;
+	struct hb_region *r;
+	unsigned n;
+	size_t i;
+
+	snprintf(h->cluster, sizeof(h->cluster), "%s", cfg->cluster);
+	for (n = 0; n < HB_MAX_NODES; n++) {
+		free(h->node_names[n]);
+		h->node_names[n] = NULL;
+		h->configured[n] = 0;
+	}
+	for (i = 0; i < cfg->n_nodes; i++) {
+		n = cfg->nodes[i]->num;
+		if (n >= HB_MAX_NODES)
+			continue;
+		h->configured[n] = 1;
+		h->node_names[n] = xstrdup(cfg->nodes[i]->name);
+	}
+	if (cfg->cluster[0] == '\0') {
+		h->have_config = 1;
+		return;
+	}
+	/* Like nmd, the timing stays fixed while any region runs. */
+	if (TAILQ_EMPTY(&h->regions)) {
+		if (cfg->local_node != h->local_node)
+			log_info("local node is %u", cfg->local_node);
+		h->local_node = cfg->local_node;
+		h->interval_ms = cfg->heartbeat_interval_ms;
+		h->dead_threshold = cfg->dead_threshold;
+		h->global = strcmp(cfg->heartbeat_mode, "global") == 0;
+	}
+	if (cc_fence_method_parse(cfg->fence_method, &fm) == 0)
+		h->fence_method = fm;
+	h->have_config = 1;
+	/* Pins and pids die with a lost connection: say them again. */
+	for (n = 0; n < HB_MAX_NODES; n++)
+		if (h->members.up[n] && !h->pinned[n])
+			nmd_pin(h, n, 1);
+	reconcile_regions(h, cfg);
+	TAILQ_FOREACH(r, &h->regions, entry)
+		if (r->state != RS_FAILED && r->state != RS_STOPPING &&
+		    pid_unset(cfg, r->name))
+			nmd_set_pid(h, r->name, (int)getpid());
+	if (h->global && !h->fenced && !h->stopping && acquire_global(h, cfg) > 0) {
+		struct timeval tv = { GLOBAL_RETRY_MS / 1000, 0 };
+
+		if (retry == NULL)
+			retry = evtimer_new(h->base, global_retry, h);
+		evtimer_add(retry, &tv);
+	}
+}
+
+static void
+config_reply(const Envelope *rep, void *arg)
+{
+	struct hbd *h = arg;
+
+	h->nmd_fetching = 0;
+	if (rep == NULL)
+		return;
+	if (rep->status != 0 || rep->payload_case != ENVELOPE__PAYLOAD_CONFIG) {
+		log_warnx("nmd: get config: %s", rep->error);
+		return;
+	}
+	apply_config(h, rep->config);
+	if (h->nmd_refetch) {
+		h->nmd_refetch = 0;
+		nmd_refetch(h);
+	}
+}
+
+/* Every change may start or stop a region: fetch the whole config again. */
+void
+nmd_refetch(struct hbd *h)
+{
+	Envelope req = ENVELOPE__INIT;
+
+	if (h->nmd == NULL)
+		return;
+	if (h->nmd_fetching) {
+		h->nmd_refetch = 1;
+		return;
+	}
+	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
+	if (ipc_request(h->nmd, &req, config_reply, h) == 0)
+		h->nmd_fetching = 1;
+}
+
+static void
+nmd_event(struct ipc_conn *c, const Envelope *ev)
+{
+	(void)c;
+	if (ev->type == MSG_TYPE__MSG_NMD_CONFIG_CHANGED)
+		nmd_refetch(ipc_conn_arg(c));
+}
+
+static void
+nmd_closed(struct ipc_conn *c)
+{
+	struct hbd *h = ipc_conn_arg(c);
+	struct timeval tv = { NMD_RETRY_MS / 1000, (NMD_RETRY_MS % 1000) * 1000 };
+
+	log_warnx("lost nmd; heartbeating on as we are, reconnecting");
+	h->nmd = NULL;
+	h->nmd_fetching = 0;
+	memset(h->pinned, 0, sizeof(h->pinned));
+	evtimer_add(h->nmd_retry, &tv);
+}
+
+static void
+nmd_retry(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	nmd_connect(arg);
+}
+
+static void
+subscribed(const Envelope *rep, void *arg)
+{
+	(void)arg;
+	if (rep != NULL && rep->status != 0)
+		log_warnx("nmd: subscribe: %s", rep->error);
+}
+
+static void
+nmd_connect(struct hbd *h)
+{
+	static int logged;
+	Envelope req = ENVELOPE__INIT;
+	Subscribe sub = SUBSCRIBE__INIT;
+	struct timeval tv = { NMD_RETRY_MS / 1000, (NMD_RETRY_MS % 1000) * 1000 };
+	char *path;
+
+	xasprintf(&path, "%s/nmd.sock", h->rundir);
+	h->nmd = ipc_connect(h->base, path, nmd_event, nmd_closed, h);
+	if (h->nmd == NULL) {
+		if (!logged)
+			log_warn("nmd at %s; retrying every %d ms", path, NMD_RETRY_MS);
+		logged = 1;
+		evtimer_add(h->nmd_retry, &tv);
+		free(path);
+		return;
+	}
+	logged = 0;
+	log_info("connected to nmd at %s", path);
+	free(path);
+	/* Subscribe first: no change can slip between the fetch and the events. */
+	req.type = MSG_TYPE__MSG_SUBSCRIBE;
+	req.payload_case = ENVELOPE__PAYLOAD_SUBSCRIBE;
+	req.subscribe = &sub;
+	ipc_request(h->nmd, &req, subscribed, NULL);
+	nmd_refetch(h);
+}
+
+void
+nmd_link_start(struct hbd *h)
+{
+	if ((h->nmd_retry = evtimer_new(h->base, nmd_retry, h)) == NULL)
+		fatalx("out of memory");
+	nmd_connect(h);
+}

@@ -1,0 +1,241 @@
+/*
+ * hbd's view of the cluster: netd subscribes to hbd.sock as ROLE_NET,
+ * the first role served (as o2net's heartbeat callbacks run first), and
+ * acknowledges each node event once it has acted on it, so that dlmd
+ * hears of a death only after netd has failed that node's requests.
+ * netd serves its socket whether or not hbd is there yet; it keeps
+ * trying, and each (re)subscription starts from the membership that
+ * hbd's reply carries.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "ipc.h"
+#include "log.h"
+#include "netd.h"
+#include "util.h"
+
+#define HBD_RETRY_MS	500
+
+static void	hbd_connect(struct netd *);
+
+static void
+node_event(struct netd *nd, unsigned num, int up)
+{
+	struct netd_node *n;
+
+	if (num >= CC_MAX_NODES || (n = nd->nodes[num]) == NULL) {
+		log_debug("hbd: node %u is not configured here, ignored", num);
+		return;
+	}
+	if (up)
+		link_node_up(nd, n);
+	else
+		link_node_down(nd, n);
+}
+
+/* Membership as of the subscription: anything we missed is reconciled. */
+static void
+on_subscribed(const Envelope *rep, void *arg)
+{
+	struct netd *nd = arg;
+	uint8_t live[CC_MAX_NODES] = { 0 };
+	const Hbd__HbStatus *st;
+	size_t i;
+
+	if (rep == NULL)
+		return;
+	if (rep->status != 0) {
+		log_warnx("hbd refused our subscription: %s", rep->error);
+		ipc_conn_close(nd->hbd);
+		return;
+	}
+	nd->hbd_connected = 1;
+	log_info("subscribed to hbd's node events");
+	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS)
+		return;
+	st = rep->hb_status;
+	if (st->fenced) {
+		log_warnx("hbd reports this node fenced: %s", st->fence_reason);
+		nd->fenced = 1;
+		link_stop_all(nd, "hbd fenced this node");
+	}
+	for (i = 0; i < st->n_live_nodes; i++)
+		if (st->live_nodes[i] < CC_MAX_NODES)
+			live[st->live_nodes[i]] = 1;
+	for (i = 0; i < CC_MAX_NODES; i++) {
+		if (nd->nodes[i] == NULL || nd->nodes[i]->hb_up == live[i])
+			continue;
+		node_event(nd, (unsigned)i, live[i]);
+	}
+}
+
+static void
+on_acked(const Envelope *rep, void *arg)
+{
+	(void)arg;
+	if (rep != NULL && rep->status != 0)
+		log_warnx("hbd refused our acknowledgement: %s", rep->error);
+}
+
+static void
+ack(struct netd *nd, uint64_t seq)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__HbAck a = HBD__HB_ACK__INIT;
+
+	a.seq = seq;
+	req.type = MSG_TYPE__MSG_HBD_EVENT_ACK;
+	req.payload_case = ENVELOPE__PAYLOAD_HB_ACK;
+	req.hb_ack = &a;
+	if (nd->hbd != NULL)
+		ipc_request(nd->hbd, &req, on_acked, nd);
+}
+
+static void
+on_node_event(struct netd *nd, const Envelope *ev)
+{
+	const Hbd__NodeEvent *ne = ev->node_event;
+
+	log_debug("hbd: node %u %s (%s)", ne->node,
+	    ne->kind == HBD__NODE_EVENT_KIND__NODE_UP ? "up" : "down", ne->reason);
+	node_event(nd, ne->node, ne->kind == HBD__NODE_EVENT_KIND__NODE_UP);
+	ack(nd, ne->seq);
+}
+
+static void
+on_fenced(struct netd *nd, const Envelope *ev)
+{
+	log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
+	nd->fenced = 1;
+	link_stop_all(nd, "hbd fenced this node");
+}
+
+/* The events we act on; hbd's others (regions) are not netd's business. */
+static const struct {
+	MsgType			 type;
+	Envelope__PayloadCase	 payload;
+	void			(*fn)(struct netd *, const Envelope *);
+} hb_events[] = {
+	{ MSG_TYPE__MSG_HBD_NODE_EVENT, ENVELOPE__PAYLOAD_NODE_EVENT, on_node_event },
+	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, on_fenced },
+};
+
+static void
+on_event(struct ipc_conn *c, const Envelope *ev)
+{
+	struct netd *nd = ipc_conn_arg(c);
+	size_t i;
+
+	for (i = 0; i < nitems(hb_events); i++) {
+		if (hb_events[i].type != ev->type)
+			continue;
+		if (ev->payload_case != hb_events[i].payload) {
+			log_warnx("hbd sent event %d without its payload; "
+			    "reconnecting", ev->type);
+			ipc_conn_close(c);
+			return;
+		}
+		hb_events[i].fn(nd, ev);
+		return;
+	}
+}
+
+static void
+hbd_retry(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	hbd_connect(arg);
+}
+
+static void
+retry_later(struct netd *nd)
+{
+	struct timeval tv = { 0, HBD_RETRY_MS * 1000 };
+
+	evtimer_add(nd->hbd_retry, &tv);
+}
+
+/*
+ * hbd gone: we keep the last membership (links stay as they are; a dead
+ * node's link breaks by itself) and resubscribe when hbd is back.
+ */
+static void
+on_close(struct ipc_conn *c)
+{
+	struct netd *nd = ipc_conn_arg(c);
+
+	if (nd->hbd_connected)
+		log_warnx("lost hbd; keeping the last membership and reconnecting");
+	nd->hbd = NULL;
+	nd->hbd_connected = 0;
+	retry_later(nd);
+}
+
+static void
+hbd_connect(struct netd *nd)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__HbSubscribe sub = HBD__HB_SUBSCRIBE__INIT;
+	char *path;
+
+	xasprintf(&path, "%s/hbd.sock", nd->rundir);
+	nd->hbd = ipc_connect(nd->base, path, on_event, on_close, nd);
+	free(path);
+	if (nd->hbd == NULL) {
+		retry_later(nd);
+		return;
+	}
+	sub.role = HBD__ROLE__ROLE_NET;
+	req.type = MSG_TYPE__MSG_HBD_SUBSCRIBE;
+	req.payload_case = ENVELOPE__PAYLOAD_HB_SUBSCRIBE;
+	req.hb_subscribe = &sub;
+	if (ipc_request(nd->hbd, &req, on_subscribed, nd) == -1)
+		log_warnx("hbd: cannot subscribe: %s", strerror(errno));
+}
+
+void
+hb_start(struct netd *nd)
+{
+	nd->hbd_retry = evtimer_new(nd->base, hbd_retry, nd);
+	if (nd->hbd_retry == NULL)
+		fatalx("out of memory for a timer");
+	hbd_connect(nd);
+}
+
+static void
+on_fence_reply(const Envelope *rep, void *arg)
+{
+	(void)arg;
+	if (rep == NULL)
+		log_warnx("hbd went away before carrying out the fence");
+	else if (rep->status != 0)
+		log_warnx("hbd did not carry out the fence (%s); netd has "
+		    "stopped every link", rep->error[0] ? rep->error :
+		    strerror(rep->status));
+	else
+		log_info("hbd is fencing this node");
+}
+
+/* The fence method (killing disk writers, or a reboot) is hbd's to run. */
+void
+hb_fence(struct netd *nd, const char *reason)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__FencedEvent fe = HBD__FENCED_EVENT__INIT;
+
+	if (nd->hbd == NULL) {
+		log_warnx("hbd is not connected: it cannot fence this node; "
+		    "netd has stopped every link");
+		return;
+	}
+	fe.reason = (char *)reason;
+	req.type = MSG_TYPE__MSG_HBD_FENCE;
+	req.payload_case = ENVELOPE__PAYLOAD_FENCED_EVENT;
+	req.fenced_event = &fe;
+	ipc_request(nd->hbd, &req, on_fence_reply, nd);
+}

@@ -1,0 +1,745 @@
+/*
+ * Links: one TCP connection per node pair, as o2net makes them. The
+ * higher-numbered node connects, from its own configured address, as
+ * soon as hbd reports the peer up, and again every reconnect_delay_ms
+ * while it has no link; the lower-numbered node accepts, identifies the
+ * peer by its source address alone and refuses anyone else. A link is up
+ * once both handshakes agree (and, with a cluster key, both proofs
+ * verify); then requests flow (rpc.c) and keepalive.c watches it.
+ */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "ipc.h"
+#include "log.h"
+#include "netd.h"
+#include "util.h"
+
+static void	link_read(struct bufferevent *, void *);
+static void	link_event(struct bufferevent *, short, void *);
+static void	link_schedule_connect(struct netd *, struct netd_node *);
+static void	expire_arm(struct netd *, struct netd_node *);
+
+static const char *
+addr_str(uint32_t addr, char *buf, size_t len)
+{
+	struct in_addr a = { addr };
+
+	return inet_ntop(AF_INET, &a, buf, (socklen_t)len);
+}
+
+int
+link_is_up(const struct netd_node *n)
+{
+	return n->link != NULL && n->link->state == LS_UP;
+}
+
+static void
+set_nodelay(int fd)
+{
+	int one = 1;
+
+	/* Requests are small and latency-bound: never wait for Nagle. */
+	if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) == -1)
+		log_warn("TCP_NODELAY");
+}
+
+/*
+ * Frames queued while handling one wakeup go out in one write at the end
+ * of it, instead of after another trip through epoll for writability:
+ * that trip is a good part of a round trip on a quiet link. What the
+ * socket does not take now, the bufferevent writes when it can.
+ */
+static void
+link_flush(evutil_socket_t fd, short ev, void *arg)
+{
+	struct link *l = arg;
+	struct evbuffer *out = bufferevent_get_output(l->bev);
+
+	(void)fd;
+	(void)ev;
+	l->flush_pending = 0;
+	if (l->closing || l->state == LS_CONNECTING || evbuffer_get_length(out) == 0)
+		return;
+	/* EAGAIN or an error: the bufferevent retries or reports it. */
+	(void)evbuffer_write(out, bufferevent_getfd(l->bev));
+}
+
+static struct link *
+link_new(struct netd *nd, struct netd_node *node, int fd, int outgoing)
+{
+	struct link *l = xcalloc(1, sizeof(*l));
+	size_t i;
+
+	l->nd = nd;
+	l->node = node;
+	l->outgoing = outgoing;
+	l->gen = ++nd->next_link_gen;
+	l->state = outgoing ? LS_CONNECTING : LS_HANDSHAKE;
+	TAILQ_INIT(&l->sent);
+	for (i = 0; i < RPC_HASH; i++)
+		LIST_INIT(&l->hash[i]);
+	l->bev = bufferevent_socket_new(nd->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (l->bev == NULL)
+		fatalx("out of memory for a link");
+	bufferevent_setcb(l->bev, link_read, NULL, link_event, l);
+	l->flush_ev = event_new(nd->base, -1, 0, link_flush, l);
+	if (l->flush_ev == NULL)
+		fatalx("out of memory for a link");
+	node->link = l;
+	return l;
+}
+
+static void
+link_reap(evutil_socket_t fd, short ev, void *arg)
+{
+	struct link *l = arg;
+
+	(void)fd;
+	(void)ev;
+	bufferevent_free(l->bev);
+	event_free(l->flush_ev);
+	free(l);
+}
+
+/* Frames go out whole: header, payload, and the MAC over both. */
+void
+link_send_frame(struct link *l, struct wire_hdr *h, const uint8_t *payload, size_t len)
+{
+	static uint8_t buf[WIRE_HDR_LEN + NETD_MAX_PAYLOAD + WIRE_MAC_LEN];
+	struct evbuffer *out;
+	size_t n;
+
+	if (l->closing || len > NETD_MAX_PAYLOAD)
+		return;
+	h->len = (uint32_t)len;
+	h->flags = 0;
+	h->seq = 0;
+	if (l->tx_keyed) {
+		h->flags |= WIRE_F_MAC;
+		h->seq = ++l->auth.tx_seq;
+	}
+	wire_hdr_encode(h, buf);
+	if (len > 0)
+		memcpy(buf + WIRE_HDR_LEN, payload, len);
+	n = WIRE_HDR_LEN + len;
+	if (l->tx_keyed) {
+		auth_mac(l->auth.tx_key, buf, n, buf + n);
+		n += WIRE_MAC_LEN;
+	}
+	out = bufferevent_get_output(l->bev);
+	if (evbuffer_add(out, buf, n) == -1)
+		fatalx("out of memory queueing a frame for node %u", l->node->num);
+	if (!l->flush_pending) {
+		l->flush_pending = 1;
+		event_active(l->flush_ev, EV_WRITE, 0);
+	}
+}
+
+static void
+send_msg_frame(struct link *l, uint16_t magic, const ProtobufCMessage *m)
+{
+	struct wire_hdr h = { .magic = magic };
+	uint8_t buf[NETD_HANDSHAKE_MAX];
+	size_t n = protobuf_c_message_get_packed_size(m);
+
+	if (n > sizeof(buf))
+		fatalx("a %s frame of %zu bytes does not fit", wire_magic_name(magic), n);
+	protobuf_c_message_pack(m, buf);
+	link_send_frame(l, &h, buf, n);
+}
+
+static void
+send_handshake(struct link *l)
+{
+	struct netd *nd = l->nd;
+	Netd__Handshake hs;
+
+	if (nd->auth)
+		auth_nonce(l->nonce);
+	hs_fill(&nd->hs, nd->self, l->node->num, l->nonce, &hs);
+	send_msg_frame(l, WIRE_HANDSHAKE, &hs.base);
+	ka_hs_start(l);
+}
+
+/*
+ * Tear a link down. Its requests in flight fail with EHOSTDOWN at once;
+ * a persistent refusal (handshake mismatch, wrong key) holds until the
+ * peer's heartbeat goes down and up; otherwise the connector retries.
+ */
+void
+link_close(struct link *l, const char *why, int persistent)
+{
+	struct netd *nd = l->nd;
+	struct netd_node *n = l->node;
+	int was_up = l->state == LS_UP;
+
+	if (l->closing)
+		return;
+	l->closing = 1;
+	bufferevent_disable(l->bev, EV_READ | EV_WRITE);
+	event_del(l->flush_ev);
+	bufferevent_setcb(l->bev, NULL, NULL, NULL, NULL);
+	ka_link_free(l);
+	if (n->link == l)
+		n->link = NULL;
+	snprintf(n->last_error, sizeof(n->last_error), "%s", why);
+	if (was_up) {
+		log_warnx("no longer connected to node %u (%s): %s", n->num,
+		    n->name, why);
+		n->failed_since_up = 1;
+		n->up_since_ms = 0;
+		config_pin(nd, n, 0);
+		fence_check(nd, quo_conn_err(&nd->quo, n->num, now_ms()));
+	}
+	rpc_link_lost(nd, l);
+	if (persistent) {
+		n->refused = 1;
+		rpc_node_unreachable(nd, n, ENOTCONN);
+		api_publish_link(nd, n->num, NETD__LINK_STATE__LINK_REFUSED, why);
+	} else if (was_up) {
+		api_publish_link(nd, n->num, NETD__LINK_STATE__LINK_DOWN, why);
+	}
+	if (event_base_once(nd->base, -1, EV_TIMEOUT, link_reap, l, NULL) == -1)
+		fatalx("cannot schedule freeing a link");
+	link_schedule_connect(nd, n);
+	expire_arm(nd, n);
+}
+
+static void
+link_established(struct link *l)
+{
+	struct netd *nd = l->nd;
+	struct netd_node *n = l->node;
+	char a[INET_ADDRSTRLEN];
+
+	l->state = LS_UP;
+	n->up_since_ms = now_ms();
+	n->last_error[0] = '\0';
+	evtimer_del(n->expire_timer);
+	ka_link_start(l);
+	log_info("%s node %u (%s) at %s:%u%s", l->outgoing ? "connected to" :
+	    "accepted a connection from", n->num, n->name,
+	    addr_str(n->addr, a, sizeof(a)), n->port,
+	    nd->auth ? ", authenticated" : "");
+	config_pin(nd, n, 1);
+	api_publish_link(nd, n->num, NETD__LINK_STATE__LINK_UP,
+	    l->outgoing ? "connected" : "accepted");
+	rpc_link_up(nd, n);
+	/* Last: a verdict to fence closes every link, this one included. */
+	fence_check(nd, quo_conn_up(&nd->quo, n->num));
+}
+
+/* ---------------------------------------------------------- frames in */
+
+static void
+on_handshake(struct link *l, const struct wire_hdr *h, const uint8_t *p)
+{
+	struct netd *nd = l->nd;
+	Netd__Handshake *hs;
+	Netd__AuthProof ap = NETD__AUTH_PROOF__INIT;
+	uint8_t proof[AUTH_KEY_LEN];
+	char why[512];
+
+	if (l->got_hs) {
+		link_close(l, "a second handshake", 0);
+		return;
+	}
+	if ((hs = netd__handshake__unpack(NULL, h->len, p)) == NULL) {
+		link_close(l, "a handshake that does not decode", 0);
+		return;
+	}
+	if (hs_check(&nd->hs, nd->self, l->node->num, hs, why, sizeof(why)) == -1) {
+		log_warnx("%s. Disconnecting.", why);
+		netd__handshake__free_unpacked(hs, NULL);
+		link_close(l, why, 1);
+		return;
+	}
+	l->got_hs = 1;
+	if (!nd->auth) {
+		netd__handshake__free_unpacked(hs, NULL);
+		link_established(l);
+		return;
+	}
+	memcpy(l->peer_nonce, hs->nonce.data, AUTH_NONCE_LEN);
+	netd__handshake__free_unpacked(hs, NULL);
+	auth_session_init(&l->auth, nd->key, nd->self, l->node->num, l->nonce,
+	    l->peer_nonce);
+	auth_proof(nd->key, nd->self, l->node->num, l->nonce, l->peer_nonce, proof);
+	ap.proof.data = proof;
+	ap.proof.len = sizeof(proof);
+	send_msg_frame(l, WIRE_AUTH, &ap.base);
+	l->tx_keyed = 1;
+}
+
+static void
+on_auth(struct link *l, const struct wire_hdr *h, const uint8_t *p)
+{
+	struct netd *nd = l->nd;
+	Netd__AuthProof *ap;
+	uint8_t want[AUTH_KEY_LEN];
+	char why[256];
+	int ok;
+
+	if (!nd->auth || !l->got_hs || l->got_proof) {
+		link_close(l, "an unexpected auth frame", 0);
+		return;
+	}
+	if ((ap = netd__auth_proof__unpack(NULL, h->len, p)) == NULL) {
+		link_close(l, "an auth frame that does not decode", 0);
+		return;
+	}
+	auth_proof(nd->key, l->node->num, nd->self, l->peer_nonce, l->nonce, want);
+	ok = ap->proof.len == AUTH_KEY_LEN && auth_proof_ok(ap->proof.data, want);
+	netd__auth_proof__free_unpacked(ap, NULL);
+	if (!ok) {
+		snprintf(why, sizeof(why), "node %u does not prove that it knows "
+		    "the cluster key (a wrong key?)", l->node->num);
+		log_warnx("%s. Disconnecting.", why);
+		link_close(l, why, 1);
+		return;
+	}
+	l->got_proof = 1;
+	l->rx_keyed = 1;
+	link_established(l);
+}
+
+static void
+on_ka_req(struct link *l, const struct wire_hdr *h, const uint8_t *p)
+{
+	struct wire_hdr r = { .magic = WIRE_KA_RESP };
+
+	(void)h;
+	(void)p;
+	link_send_frame(l, &r, NULL, 0);
+}
+
+static void
+on_ka_resp(struct link *l, const struct wire_hdr *h, const uint8_t *p)
+{
+	/* Receiving it was the point: ka_link_rx has seen it. */
+	(void)l;
+	(void)h;
+	(void)p;
+}
+
+/* Which frames each stage of a link takes. */
+static const struct frame_handler {
+	uint16_t	 magic;
+	int		 up;		/* 1: only once up; 0: only before */
+	void		(*fn)(struct link *, const struct wire_hdr *, const uint8_t *);
+} frame_handlers[] = {
+	{ WIRE_HANDSHAKE, 0, on_handshake },
+	{ WIRE_AUTH, 0, on_auth },
+	{ WIRE_REQUEST, 1, rpc_on_request },
+	{ WIRE_REPLY, 1, rpc_on_reply },
+	{ WIRE_KA_REQ, 1, on_ka_req },
+	{ WIRE_KA_RESP, 1, on_ka_resp },
+};
+
+static void
+dispatch_frame(struct link *l, const struct wire_hdr *h, const uint8_t *payload)
+{
+	const struct frame_handler *fh;
+	char why[128];
+	size_t i;
+
+	for (i = 0; i < nitems(frame_handlers); i++) {
+		fh = &frame_handlers[i];
+		if (fh->magic != h->magic)
+			continue;
+		if (fh->up != (l->state == LS_UP)) {
+			snprintf(why, sizeof(why), "a %s frame %s the handshake",
+			    wire_magic_name(h->magic), fh->up ? "before" : "after");
+			log_warnx("node %u sent %s, closing the link", l->node->num, why);
+			link_close(l, why, 0);
+			return;
+		}
+		fh->fn(l, h, payload);
+		return;
+	}
+	/* wire_peek lets only known magics through. */
+	link_close(l, "a frame of unknown kind", 0);
+}
+
+static void
+link_read(struct bufferevent *bev, void *arg)
+{
+	struct link *l = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct wire_hdr h;
+	const uint8_t *frame;
+	size_t flen;
+	char why[256];
+	int rc;
+
+	while (!l->closing) {
+		rc = wire_peek(in, l->rx_keyed, &h, &frame, &flen, why, sizeof(why));
+		if (rc == 0)
+			return;
+		if (rc == -1) {
+			log_warnx("node %u sent %s, closing the link", l->node->num, why);
+			link_close(l, why, 0);
+			return;
+		}
+		if (l->rx_keyed &&
+		    auth_check_frame(&l->auth, frame, flen, &h, why, sizeof(why)) == -1) {
+			log_warnx("node %u sent %s, closing the link", l->node->num, why);
+			link_close(l, why, 0);
+			return;
+		}
+		ka_link_rx(l);
+		dispatch_frame(l, &h, frame + WIRE_HDR_LEN);
+		if (l->closing)
+			return;
+		evbuffer_drain(in, flen);
+	}
+}
+
+static void
+link_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct link *l = arg;
+	char why[256];
+
+	if (what & BEV_EVENT_CONNECTED) {
+		set_nodelay(bufferevent_getfd(bev));
+		l->state = LS_HANDSHAKE;
+		bufferevent_enable(bev, EV_READ);
+		send_handshake(l);
+		return;
+	}
+	if (what & BEV_EVENT_EOF)
+		snprintf(why, sizeof(why), l->state == LS_HANDSHAKE ?
+		    "closed by the peer during the handshake (see its log)" :
+		    "closed by the peer");
+	else
+		snprintf(why, sizeof(why), "%s",
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	if (l->state == LS_CONNECTING)
+		log_debug("connect to node %u: %s", l->node->num, why);
+	else if (l->state == LS_HANDSHAKE)
+		log_info("link to node %u %s", l->node->num, why);
+	link_close(l, why, 0);
+}
+
+/* ---------------------------------------------------------- connecting */
+
+static int
+should_connect(struct netd *nd, struct netd_node *n)
+{
+	return n->configured && n->hb_up && !n->refused && n->link == NULL &&
+	    !nd->fenced && nd->self > n->num && nd->listen_fd != -1;
+}
+
+static void
+link_connect(struct netd *nd, struct netd_node *n)
+{
+	struct sockaddr_in local = { .sin_family = AF_INET }, peer = { .sin_family = AF_INET };
+	struct link *l;
+	char a[INET_ADDRSTRLEN];
+	int fd;
+
+	if (!should_connect(nd, n))
+		return;
+	n->last_attempt_ms = now_ms();
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		log_warn("socket for node %u", n->num);
+		link_schedule_connect(nd, n);
+		return;
+	}
+	/* The acceptor knows us by this source address. */
+	local.sin_addr.s_addr = nd->nodes[nd->self]->addr;
+	if (bind(fd, (struct sockaddr *)&local, sizeof(local)) == -1) {
+		log_warn("bind to %s for node %u", addr_str(local.sin_addr.s_addr,
+		    a, sizeof(a)), n->num);
+		close(fd);
+		link_schedule_connect(nd, n);
+		return;
+	}
+	set_nodelay(fd);
+	peer.sin_addr.s_addr = n->addr;
+	peer.sin_port = htons(n->port);
+	l = link_new(nd, n, fd, 1);
+	/* A peer that never answers the SYN gets no more time than one
+	 * that never finishes its handshake. */
+	ka_hs_start(l);
+	log_debug("connecting to node %u at %s:%u", n->num,
+	    addr_str(n->addr, a, sizeof(a)), n->port);
+	if (bufferevent_socket_connect(l->bev, (struct sockaddr *)&peer,
+	    sizeof(peer)) == -1) {
+		/* Failures after the attempt started come to link_event. */
+		link_close(l, "connect failed at once", 0);
+	}
+}
+
+static void
+connect_timer_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct netd_node *n = arg;
+
+	(void)fd;
+	(void)ev;
+	link_connect(n->nd, n);
+}
+
+/* No more often than reconnect_delay_ms after the last attempt. */
+static void
+link_schedule_connect(struct netd *nd, struct netd_node *n)
+{
+	struct timeval tv = { 0, 0 };
+	uint64_t now = now_ms(), due;
+
+	if (!should_connect(nd, n))
+		return;
+	due = n->last_attempt_ms + nd->reconnect_delay_ms;
+	if (n->last_attempt_ms != 0 && due > now) {
+		tv.tv_sec = (time_t)((due - now) / 1000);
+		tv.tv_usec = (suseconds_t)((due - now) % 1000) * 1000;
+	}
+	evtimer_add(n->connect_timer, &tv);
+}
+
+static void
+expire_timer_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	struct netd_node *n = arg;
+
+	(void)fd;
+	(void)ev;
+	if (n->link != NULL && n->link->state == LS_UP)
+		return;
+	log_warnx("no connection established with node %u (%s) after %.1f "
+	    "seconds, check network and cluster configuration%s%s", n->num,
+	    n->name, (double)(n->nd->reconnect_delay_ms +
+	    n->nd->idle_timeout_ms) / 1000.0,
+	    n->last_error[0] ? "; last error: " : "", n->last_error);
+}
+
+/* Warn once per outage when no link came up in reconnect + idle time. */
+static void
+expire_arm(struct netd *nd, struct netd_node *n)
+{
+	uint64_t ms = (uint64_t)nd->reconnect_delay_ms + nd->idle_timeout_ms;
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+
+	if (!n->hb_up || n->refused || nd->fenced || link_is_up(n) ||
+	    evtimer_pending(n->expire_timer, NULL))
+		return;
+	evtimer_add(n->expire_timer, &tv);
+}
+
+/* ---------------------------------------------------------- accepting */
+
+static void
+refuse(int fd, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
+
+static void
+refuse(int fd, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_warnx("refusing a connection: %s", msg);
+	close(fd);
+}
+
+static void
+accept_one(struct netd *nd, int fd, const struct sockaddr_in *sa)
+{
+	struct netd_node *n;
+	struct link *l;
+	char a[INET_ADDRSTRLEN];
+
+	addr_str(sa->sin_addr.s_addr, a, sizeof(a));
+	if (nd->fenced) {
+		refuse(fd, "from %s:%u: this node is fenced", a, ntohs(sa->sin_port));
+		return;
+	}
+	if ((n = config_node_by_addr(nd, sa->sin_addr.s_addr)) == NULL) {
+		refuse(fd, "attempt to connect from unknown node at %s:%u", a,
+		    ntohs(sa->sin_port));
+		return;
+	}
+	if (n->num <= nd->self) {
+		refuse(fd, "unexpected connect attempt from node %u (%s) at %s: "
+		    "only higher-numbered nodes connect to node %u", n->num,
+		    n->name, a, nd->self);
+		return;
+	}
+	if (!n->hb_up) {
+		refuse(fd, "node %u (%s) at %s is not heartbeating", n->num,
+		    n->name, a);
+		return;
+	}
+	if (n->refused) {
+		refuse(fd, "node %u (%s) stays refused until its heartbeat goes "
+		    "down and up: %s", n->num, n->name, n->last_error);
+		return;
+	}
+	if (n->link != NULL) {
+		refuse(fd, "node %u (%s) at %s already has a link", n->num,
+		    n->name, a);
+		return;
+	}
+	set_nodelay(fd);
+	l = link_new(nd, n, fd, 0);
+	bufferevent_enable(l->bev, EV_READ);
+	send_handshake(l);
+}
+
+static void
+listen_cb(evutil_socket_t lfd, short ev, void *arg)
+{
+	struct netd *nd = arg;
+	struct sockaddr_in sa;
+	socklen_t salen;
+	int fd, i;
+
+	(void)ev;
+	/* A bounded batch per wakeup keeps the loop fair to live links. */
+	for (i = 0; i < 16; i++) {
+		salen = sizeof(sa);
+		fd = accept4(lfd, (struct sockaddr *)&sa, &salen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+				log_warn("accept");
+			return;
+		}
+		if (sa.sin_family != AF_INET) {
+			close(fd);
+			continue;
+		}
+		accept_one(nd, fd, &sa);
+	}
+}
+
+int
+link_listen(struct netd *nd)
+{
+	struct netd_node *self = nd->nodes[nd->self];
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char a[INET_ADDRSTRLEN];
+	int fd, one = 1;
+
+	sa.sin_addr.s_addr = self->addr;
+	sa.sin_port = htons(self->port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
+	    listen(fd, 64) == -1) {
+		log_warn("cannot listen on %s:%u", addr_str(self->addr, a,
+		    sizeof(a)), self->port);
+		close(fd);
+		return -1;
+	}
+	nd->listen_fd = fd;
+	nd->listen_ev = event_new(nd->base, fd, EV_READ | EV_PERSIST, listen_cb, nd);
+	if (nd->listen_ev == NULL || event_add(nd->listen_ev, NULL) == -1)
+		fatalx("cannot watch the listening socket");
+	log_info("listening on %s:%u as node %u (%s)", addr_str(self->addr, a,
+	    sizeof(a)), self->port, nd->self, self->name);
+	return 0;
+}
+
+/* ---------------------------------------------------------- hbd's view */
+
+void
+link_node_init(struct netd *nd, struct netd_node *n)
+{
+	n->nd = nd;
+	TAILQ_INIT(&n->waiting);
+	n->connect_timer = evtimer_new(nd->base, connect_timer_cb, n);
+	n->expire_timer = evtimer_new(nd->base, expire_timer_cb, n);
+	if (n->connect_timer == NULL || n->expire_timer == NULL)
+		fatalx("out of memory for node timers");
+}
+
+void
+link_node_up(struct netd *nd, struct netd_node *n)
+{
+	if (n->hb_up)
+		return;
+	n->hb_up = 1;
+	n->refused = 0;
+	n->failed_since_up = 0;
+	log_info("node %u (%s) is heartbeating", n->num, n->name);
+	fence_check(nd, quo_hb_up(&nd->quo, n->num));
+	if (n->num == nd->self)
+		return;
+	expire_arm(nd, n);
+	link_schedule_connect(nd, n);
+}
+
+void
+link_node_down(struct netd *nd, struct netd_node *n)
+{
+	if (!n->hb_up)
+		return;
+	n->hb_up = 0;
+	log_info("node %u (%s) stopped heartbeating", n->num, n->name);
+	/* Quorum first, as o2net's node-down callback: the link that goes
+	 * with it is no longer a disagreement to hold a decision for. */
+	fence_check(nd, quo_hb_down(&nd->quo, n->num));
+	if (n->num == nd->self)
+		return;
+	evtimer_del(n->connect_timer);
+	evtimer_del(n->expire_timer);
+	if (n->link != NULL)
+		link_close(n->link, "its heartbeat went down", 0);
+	n->refused = 0;
+	rpc_node_unreachable(nd, n, ENOTCONN);
+}
+
+/* Fenced: no link may carry anything for this node any more. */
+void
+link_stop_all(struct netd *nd, const char *why)
+{
+	struct netd_node *n;
+	unsigned i;
+
+	if (nd->listen_ev != NULL)
+		event_del(nd->listen_ev);
+	for (i = 0; i < CC_MAX_NODES; i++) {
+		if ((n = nd->nodes[i]) == NULL || i == nd->self)
+			continue;
+		evtimer_del(n->connect_timer);
+		evtimer_del(n->expire_timer);
+		if (n->link != NULL)
+			link_close(n->link, why, 0);
+		rpc_node_unreachable(nd, n, ENOTCONN);
+	}
+}
+
+/* A node removed from the configuration. */
+void
+link_node_free(struct netd *nd, struct netd_node *n)
+{
+	if (n->link != NULL)
+		link_close(n->link, "removed from the configuration", 0);
+	rpc_node_unreachable(nd, n, ENOTCONN);
+	event_free(n->connect_timer);
+	event_free(n->expire_timer);
+	nd->nodes[n->num] = NULL;
+	free(n);
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Who netd refuses, and that it stays up serving its other links while
+# it does: an unknown source address, a wrong-direction connect, a
+# duplicate, garbage bytes, a slow-loris, an oversized frame, a wrong
+# cluster name and mismatched timeouts (which stay refused until the
+# peer's heartbeat goes down and up). The hostile peer is netd_peer,
+# connecting from a cluster address as an attacker on that host would.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/netd_lib.inc"
+
+lc_setup
+trap netd_cleanup EXIT
+OUT=$(mktemp -d /tmp/netd-ref.XXXXXX)
+IDLE=3000 KA=1000
+
+netd_up 3 || { fail "localcluster up 3"; finish; exit 1; }
+# Short timeouts, set while no link exists (nmd refuses them later), and
+# in each node's o2cb file for its restarts.
+for k in 1 2 3; do
+	o2 $k set cluster/lc/keepalive_delay_ms $KA >/dev/null
+	o2 $k set cluster/lc/idle_timeout_ms $IDLE >/dev/null
+	printf 'O2CB_IDLE_TIMEOUT_MS=%s\nO2CB_KEEPALIVE_DELAY_MS=%s\n' $IDLE $KA \
+	    >>"$LOCALCLUSTER_DIR/node$k/o2cb"
+done
+for k in 1 2 3; do hb_start $k; done
+check "all three nodes linked" wait_for 30 mesh_up 3
+echo_start 2 "$OUT/echo2"
+P1=$(addr 1):$LOCALCLUSTER_PORT P2=$(addr 2):$LOCALCLUSTER_PORT
+HS=(--cluster lc --hb-write $HBW --idle $IDLE --keepalive $KA --to-node 1)
+
+logged() { grep -q "$2" "$LOCALCLUSTER_DIR/node$1/log/netd.log"; }
+
+echo "-- refused at accept"
+check "an unknown source address (127.0.0.99)" "$PEER" connect --from 127.0.0.99 --to "$P1"
+check "... logged" logged 1 "attempt to connect from unknown node at 127.0.0.99"
+check "a wrong-direction connect (node1 to node2)" "$PEER" connect --from "$(addr 1)" --to "$P2"
+check "... logged" logged 2 "unexpected connect attempt from node 1"
+check "a duplicate of node3's link" "$PEER" connect --from "$(addr 3)" --to "$P1"
+check "... logged" logged 1 "node 3 (node3) at 127.0.0.3 already has a link\|node 3 (node3) at 127.0.0.4 already has a link"
+check "node3's real link is untouched" links_up 1 3
+
+echo "-- node3's address without node3's netd (its heartbeat goes on)"
+kill -9 "$(netd_pid 3)"
+check "node1 sees the link to node3 go" wait_for 10 link_is 1 3 down
+check "garbage bytes close the connection" "$PEER" garbage --from "$(addr 3)" --to "$P1"
+check "... logged" logged 1 "node 3 sent bad magic 0x4745"
+o2 1 net-send 2 --count 20000 --window 64 >"$OUT/during" 2>&1 &
+during=$!
+check "a slow-loris is cut off after the idle timeout" "$PEER" slowloris --from "$(addr 3)" \
+    --to "$P1" --byte-ms 300 --wait 8000
+check "... logged" logged 1 "no complete handshake within $IDLE ms"
+wait "$during"
+check_eq "node1 -> node2 traffic ran meanwhile, every answer right" "0" "$?"
+check "an oversized frame on an established link closes it" "$PEER" oversize --from "$(addr 3)" \
+    --to "$P1" --from-node 3 "${HS[@]}"
+check "... logged" logged 1 "request frame of 8193 bytes (limit 8192)"
+
+echo "-- handshake mismatches stay refused until the heartbeat goes down and up"
+check "a wrong cluster name" "$PEER" handshake --from "$(addr 3)" --to "$P1" --from-node 3 \
+    --cluster other --hb-write $HBW --idle $IDLE --keepalive $KA --to-node 1
+check "... logged with both names" logged 1 'node 3 is in cluster "other", but we are in cluster "lc"'
+check "a mismatched idle timeout" "$PEER" handshake --from "$(addr 3)" --to "$P2" --from-node 3 \
+    --cluster lc --hb-write $HBW --idle 9999 --keepalive $KA --to-node 2
+check "... logged with both values" logged 2 "node 3 uses a network idle timeout of 9999 ms, but we use $IDLE ms locally"
+check "a mismatched heartbeat write timeout" "$PEER" handshake --from "$(addr 3)" --to "$P1" \
+    --from-node 3 --cluster lc --hb-write 60000 --idle $IDLE --keepalive $KA --to-node 1
+check "node1 reports node3 refused" link_is 1 3 refused
+check "a right handshake is still refused" "$PEER" handshake --from "$(addr 3)" --to "$P1" \
+    --from-node 3 "${HS[@]}"
+check "... logged" logged 1 "node 3 (node3) stays refused until its heartbeat goes down and up"
+lc start 3 >/dev/null
+sleep 1
+check "node3's own netd is refused too while its heartbeat stays up" link_is 1 3 refused
+lc restart 3 >/dev/null
+hb_start 3
+check "after node3's heartbeat went down and up, all linked again" wait_for 30 mesh_up 3
+
+echo "-- netd stayed up and serves its links"
+for k in 1 2 3; do check "netd of node$k answers" o2 $k ping netd; done
+check "node1 -> node2" o2 1 net-send 2 --count 500
+check "node3 -> node2" o2 3 net-send 2 --count 500
+
+rm -rf "$OUT"
+finish
