@@ -3,12 +3,13 @@
 #   make SANITIZE=1   the same with ASan+UBSan, into build/san/
 #   make check        unit tests (plain and sanitized), then integration tests
 #   make bench        benchmarks
-#   make install      PREFIX=/usr/local DESTDIR=
+#   make install      PREFIX=/usr/local DESTDIR= (daemons, o2ctl, systemd units, docs)
 
 PREFIX	?= /usr/local
 DESTDIR	?=
 BINDIR	 = $(PREFIX)/sbin
 UNITDIR	?= $(PREFIX)/lib/systemd/system
+DOCDIR	?= $(PREFIX)/share/doc/ocfs2-userspace
 
 ifeq ($(SANITIZE),1)
 BUILD	?= build/san
@@ -117,19 +118,39 @@ check:
 bench: all $(BENCH_BINS)
 	bench/run --build $(BUILD)
 
-install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)
+# systemd units: ocfs2.target plus the service of each daemon that is built,
+# made from systemd/*.in with the install paths (always regenerated: they
+# depend on PREFIX). ocfs2.target.requires/ links make the target require
+# every installed service.
+UNITS	 = ocfs2.target $(patsubst systemd/%.in,%,$(wildcard $(DAEMONS:%=systemd/ocfs2-%.service.in)))
+SERVICES = $(filter %.service,$(UNITS))
+ALL_UNITS = $(patsubst systemd/%.in,%,$(wildcard systemd/*.in))
+DOCS	 = README.md systemd/cluster.conf.example
+
+$(BUILD)/systemd/%: systemd/%.in FORCE
+	@mkdir -p $(dir $@)
+	sed -e 's|@SBINDIR@|$(BINDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' $< >$@
+
+units: $(UNITS:%=$(BUILD)/systemd/%)
+
+install: all units
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)/ocfs2.target.requires $(DESTDIR)$(DOCDIR)
 	install -m 0755 $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
-	$(if $(wildcard systemd/*.service systemd/*.target),install -m 0644 $(wildcard systemd/*.service systemd/*.target) $(DESTDIR)$(UNITDIR)/)
+	install -m 0644 $(UNITS:%=$(BUILD)/systemd/%) $(DESTDIR)$(UNITDIR)/
+	$(if $(SERVICES),ln -sfn $(SERVICES:%=../%) $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/)
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(DAEMONS) $(TOOLS))
-	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(notdir $(wildcard systemd/*.service systemd/*.target)))
+	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(ALL_UNITS)) \
+	    $(addprefix $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/,$(filter %.service,$(ALL_UNITS)))
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
+	rmdir $(DESTDIR)$(UNITDIR)/ocfs2.target.requires $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 clean:
 	rm -rf build
 
-.PHONY: all check bench install uninstall clean unit-bins
+.PHONY: all check bench install uninstall clean unit-bins units FORCE
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
