@@ -103,7 +103,6 @@ on_node_event(struct netd *nd, const Envelope *ev)
 	log_debug("hbd: node %u %s (%s)", ne->node,
 	    ne->kind == HBD__NODE_EVENT_KIND__NODE_UP ? "up" : "down", ne->reason);
 	node_event(nd, ne->node, ne->kind == HBD__NODE_EVENT_KIND__NODE_UP);
-	ack(nd, ne->seq);
 }
 
 static void
@@ -124,10 +123,27 @@ static const struct {
 	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, on_fenced },
 };
 
+/* The sequence number hbd waits for in our ack; 0 for none. */
+static uint64_t
+event_seq(const Envelope *ev)
+{
+	switch (ev->payload_case) {
+	case ENVELOPE__PAYLOAD_NODE_EVENT: return ev->node_event->seq;
+	case ENVELOPE__PAYLOAD_REGION_EVENT: return ev->region_event->seq;
+	case ENVELOPE__PAYLOAD_FENCED_EVENT: return ev->fenced_event->seq;
+	default: return 0;
+	}
+}
+
+/*
+ * hbd hands every event to the next role only after we ack it, so we ack
+ * each one once acted on, those we ignore included.
+ */
 static void
 on_event(struct ipc_conn *c, const Envelope *ev)
 {
 	struct netd *nd = ipc_conn_arg(c);
+	uint64_t seq = event_seq(ev);
 	size_t i;
 
 	for (i = 0; i < nitems(hb_events); i++) {
@@ -140,8 +156,10 @@ on_event(struct ipc_conn *c, const Envelope *ev)
 			return;
 		}
 		hb_events[i].fn(nd, ev);
-		return;
+		break;
 	}
+	if (seq != 0)
+		ack(nd, seq);
 }
 
 static void

@@ -59,9 +59,10 @@ set_nodelay(int fd)
 
 /*
  * Frames queued while handling one wakeup go out in one write at the end
- * of it, instead of after another trip through epoll for writability:
- * that trip is a good part of a round trip on a quiet link. What the
- * socket does not take now, the bufferevent writes when it can.
+ * of it, straight to the socket. Handing them to the bufferevent instead
+ * would cost an epoll round for writability (and two epoll_ctl) per
+ * write, a good part of a round trip on a quiet link; the bufferevent
+ * only gets what the socket does not take now, and then keeps the order.
  */
 static void
 link_flush(evutil_socket_t fd, short ev, void *arg)
@@ -72,10 +73,15 @@ link_flush(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	l->flush_pending = 0;
-	if (l->closing || l->state == LS_CONNECTING || evbuffer_get_length(out) == 0)
+	if (l->closing || evbuffer_get_length(l->pending) == 0)
 		return;
-	/* EAGAIN or an error: the bufferevent retries or reports it. */
-	(void)evbuffer_write(out, bufferevent_getfd(l->bev));
+	if (l->state != LS_CONNECTING && evbuffer_get_length(out) == 0)
+		(void)evbuffer_write(l->pending, bufferevent_getfd(l->bev));
+	/* EAGAIN, an error, or an earlier backlog: the bufferevent writes
+	 * it when it can, or reports the error. */
+	if (evbuffer_get_length(l->pending) > 0 &&
+	    evbuffer_add_buffer(out, l->pending) == -1)
+		fatalx("out of memory queueing frames for node %u", l->node->num);
 }
 
 static struct link *
@@ -97,7 +103,8 @@ link_new(struct netd *nd, struct netd_node *node, int fd, int outgoing)
 		fatalx("out of memory for a link");
 	bufferevent_setcb(l->bev, link_read, NULL, link_event, l);
 	l->flush_ev = event_new(nd->base, -1, 0, link_flush, l);
-	if (l->flush_ev == NULL)
+	l->pending = evbuffer_new();
+	if (l->flush_ev == NULL || l->pending == NULL)
 		fatalx("out of memory for a link");
 	node->link = l;
 	return l;
@@ -112,6 +119,7 @@ link_reap(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	bufferevent_free(l->bev);
 	event_free(l->flush_ev);
+	evbuffer_free(l->pending);
 	free(l);
 }
 
@@ -140,7 +148,7 @@ link_send_frame(struct link *l, struct wire_hdr *h, const uint8_t *payload, size
 		auth_mac(l->auth.tx_key, buf, n, buf + n);
 		n += WIRE_MAC_LEN;
 	}
-	out = bufferevent_get_output(l->bev);
+	out = l->pending;
 	if (evbuffer_add(out, buf, n) == -1)
 		fatalx("out of memory queueing a frame for node %u", l->node->num);
 	if (!l->flush_pending) {

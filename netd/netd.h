@@ -236,6 +236,7 @@ struct link {
 	struct netd_node	*node;
 	struct bufferevent	*bev;
 	struct event		*flush_ev;	/* writes what this wakeup queued */
+	struct evbuffer		*pending;	/* frames queued in this wakeup */
 	int			 flush_pending;
 	enum link_state		 state;
 	int			 outgoing;

@@ -241,7 +241,7 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 	Netd__NetReply nr = NETD__NET_REPLY__INIT;
 	struct stream *streams = NULL;
 	size_t nstreams = 0, i;
-	uint64_t received = 0, disorder = 0, dups = 0;
+	uint64_t received = 0, disorder = 0, dups = 0, replies = 0, acks = 0;
 	unsigned long count = 0;
 	uint32_t type = ECHO_TYPE, key = ECHO_KEY, maxlen = 0;
 	int ch, fd, no_reply = 0;
@@ -288,8 +288,12 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 			fprintf(stderr, "o2ctl: netd: %s\n", strerror(errno));
 			break;
 		}
-		if (ev->kind == KIND__KIND_REPLY && ev->status != 0)
-			fprintf(stderr, "o2ctl: netd refused a reply: %s\n", ev->error);
+		if (ev->kind == KIND__KIND_REPLY) {
+			acks++;
+			if (ev->status != 0)
+				fprintf(stderr, "o2ctl: netd refused a reply: %s\n",
+				    ev->error);
+		}
 		if (ev->kind != KIND__KIND_EVENT ||
 		    ev->payload_case != ENVELOPE__PAYLOAD_NET_MESSAGE) {
 			envelope__free_unpacked(ev, NULL);
@@ -332,7 +336,18 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 				envelope__free_unpacked(ev, NULL);
 				break;
 			}
+			replies++;
 		}
+		envelope__free_unpacked(ev, NULL);
+	}
+	/*
+	 * Our last answers count only once netd has them: leaving with its
+	 * acknowledgements unread would reset the connection, and netd
+	 * would answer "handler gone" for whatever it had not read yet.
+	 */
+	while (acks < replies && ipc_sync_recv(fd, &ev, 2000) == 0) {
+		if (ev->kind == KIND__KIND_REPLY)
+			acks++;
 		envelope__free_unpacked(ev, NULL);
 	}
 	if (ctl->json)
@@ -610,5 +625,73 @@ cmd_keygen(struct o2ctl *ctl, int argc, char **argv)
 	}
 	printf("wrote a new cluster key to %s (mode 0600); copy it to every "
 	    "node as %s\n", argv[1], AUTH_DEFAULT_KEYFILE);
+	return EX_OK;
+}
+
+/* net-watch: print netd's link and quorum events as they happen. */
+int
+cmd_net_watch(struct o2ctl *ctl, int argc, char **argv)
+{
+	Envelope req = ENVELOPE__INIT, *rep = NULL, *ev;
+	Subscribe sub = SUBSCRIBE__INIT;
+	unsigned long count = 0, seen = 0;
+	int fd;
+
+	if (argc > 2 || (argc == 2 && parse_ulong(argv[1], 10, 1000000, &count) == -1))
+		return EX_USAGE;
+	if ((fd = ctl_connect(ctl, "netd")) == -1)
+		return EX_DOWN;
+	sub.topics = NETD_TOPIC_LINK | NETD_TOPIC_QUORUM;
+	req.type = MSG_TYPE__MSG_SUBSCRIBE;
+	req.payload_case = ENVELOPE__PAYLOAD_SUBSCRIBE;
+	req.subscribe = &sub;
+	if (ipc_sync_call(fd, &req, &rep, ctl->timeout_ms) == -1) {
+		fprintf(stderr, "o2ctl: subscribe: %s\n", strerror(errno));
+		close(fd);
+		return EX_DOWN;
+	}
+	envelope__free_unpacked(rep, NULL);
+	printf("%s\n", ctl->json ? "{\"subscribed\":true}" : "watching");
+	fflush(stdout);
+	while (count == 0 || seen < count) {
+		if (ipc_sync_recv(fd, &ev, -1) == -1) {
+			fprintf(stderr, "o2ctl: netd: %s\n", strerror(errno));
+			close(fd);
+			return EX_DOWN;
+		}
+		if (ev->kind == KIND__KIND_EVENT &&
+		    ev->payload_case == ENVELOPE__PAYLOAD_LINK_EVENT) {
+			const Netd__LinkEvent *le = ev->link_event;
+
+			if (ctl->json) {
+				printf("{\"event\":\"link\",\"node\":%u,\"link\":", le->node);
+				json_str(stdout, link_state_name(le->state));
+				printf(",\"reason\":");
+				json_str(stdout, le->reason);
+				printf("}\n");
+			} else {
+				printf("link to node %u %s: %s\n", le->node,
+				    link_state_name(le->state), le->reason);
+			}
+			seen++;
+		} else if (ev->kind == KIND__KIND_EVENT &&
+		    ev->payload_case == ENVELOPE__PAYLOAD_QUORUM_EVENT) {
+			const Netd__QuorumEvent *qe = ev->quorum_event;
+
+			if (ctl->json) {
+				printf("{\"event\":\"quorum\",\"fenced\":%s,\"reason\":",
+				    qe->fenced ? "true" : "false");
+				json_str(stdout, qe->reason);
+				printf("}\n");
+			} else {
+				printf("quorum: %s%s\n", qe->fenced ? "FENCED: " : "",
+				    qe->reason);
+			}
+			seen++;
+		}
+		fflush(stdout);
+		envelope__free_unpacked(ev, NULL);
+	}
+	close(fd);
 	return EX_OK;
 }

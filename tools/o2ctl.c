@@ -35,6 +35,7 @@ static const struct o2ctl_cmd commands[] = {
 	  "answer messages of (T, K) with their checksum and bytes; check order", cmd_net_echo },
 	{ "net-send", "NODE|all [--size N|--sizes A-B] [--count N] [--window W]",
 	  "send messages to net-echo on NODE and check every answer", cmd_net_send },
+	{ "net-watch", "[COUNT]", "print netd's link and quorum events as they happen", cmd_net_watch },
 	{ "keygen", "FILE", "write a new cluster key for authenticated links (0600)", cmd_keygen },
 };
 

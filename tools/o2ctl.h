@@ -53,6 +53,7 @@ int	cmd_writer(struct o2ctl *, int, char **);
 int	cmd_net_status(struct o2ctl *, int, char **);
 int	cmd_net_echo(struct o2ctl *, int, char **);
 int	cmd_net_send(struct o2ctl *, int, char **);
+int	cmd_net_watch(struct o2ctl *, int, char **);
 int	cmd_keygen(struct o2ctl *, int, char **);
 
 #endif

@@ -70,6 +70,9 @@ check_eq "handlers saw no duplicate" "0 0 0 " "$dup"
 check_eq "handlers received exactly what was sent" "$((2 * 8193 + 400 + 10002))" "$rec"
 
 echo "-- a node killed with requests in flight"
+"$O2CTL" --rundir "$(rundir 1)" --json net-watch >"$OUT/watch1" 2>&1 &
+BG+=($!)
+wait_for 5 grep -q subscribed "$OUT/watch1"
 echo_start 3 "$OUT/hold3" --no-reply
 echo_start 2 "$OUT/echo2b"
 o2 1 --json net-send 3 --count 500 --window 500 --expect-errno 112 >"$OUT/inflight" 2>&1 &
@@ -85,11 +88,15 @@ check "within a second of the kill ($((t1 - t0)) ms)" test $((t1 - t0)) -lt 1000
 check "then: no link to node3, ENOTCONN at once" o2 1 net-send 3 --expect-errno 107
 check "node1 and node2 still talk" o2 1 net-send 2 --count 100
 check "netd logged the loss" bash -c "grep -q 'no longer connected to node 3' '$LOCALCLUSTER_DIR/node1/log/netd.log'"
+check "subscribers got a link-down event for node3" \
+    grep -q '{"event":"link","node":3,"link":"down"' "$OUT/watch1"
 
 echo "-- restart reconnects"
 lc start 3 >/dev/null
 hb_start 3
 check "node3 linked again to node1 and node2" wait_for 30 mesh_up 3
+check "subscribers got a link-up event for node3" \
+    grep -q '{"event":"link","node":3,"link":"up","reason":"accepted"}' "$OUT/watch1"
 echo_start 3 "$OUT/echo3b"
 check "node1 -> node3 after the restart" o2 1 net-send 3 --count 1000 --window 100
 check "node2 -> node3 after the restart" o2 2 net-send 3 --count 1000 --window 100

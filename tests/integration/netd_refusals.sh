@@ -51,6 +51,8 @@ check "a slow-loris is cut off after the idle timeout" "$PEER" slowloris --from 
 check "... logged" logged 1 "no complete handshake within $IDLE ms"
 wait "$during"
 check_eq "node1 -> node2 traffic ran meanwhile, every answer right" "0" "$?"
+check "node1 warns that no link to node3 came up in reconnect + idle time" \
+    wait_for 10 logged 1 "no connection established with node 3 (node3) after 5.0 seconds"
 check "an oversized frame on an established link closes it" "$PEER" oversize --from "$(addr 3)" \
     --to "$P1" --from-node 3 "${HS[@]}"
 check "... logged" logged 1 "request frame of 8193 bytes (limit 8192)"

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Quorum on network partitions, with every node in its own network
+# namespace (localcluster up --netns) and one veth per pair of nodes, so
+# that links are cut for real while the shared disk stays: 4 nodes split
+# 2|2 -> the half without node1 fences itself; 3|1 -> the single node
+# fences; a link that flaps for longer than the idle timeout but shorter
+# than the quorum delay fences nobody. Survivors keep every link to each
+# other, and see a fenced node's heartbeat die only after it fenced.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/netd_lib.inc"
+
+lc_setup
+trap netd_cleanup EXIT
+THR=20			# dead after 4 s; quorum delay (20 + 2) x 200 ms = 4.4 s
+# A short idle timeout, so that a flap counts as a lost link well before
+# the quorum delay ends even after TCP's retransmission backoff.
+IDLE=1000 KA=300
+
+fenced() { o2 "$1" --json net-status | grep -q '"fenced":true'; }
+not_fenced() { ! fenced "$1"; }
+hb_sees() { link_hb "$1" "$2" "$3"; }
+# link_hb K N true|false: node K's netd sees node N's heartbeat so.
+link_hb() {
+	o2 "$1" --json net-status | grep -q "\"node\":$2,[^}]*\"heartbeat\":$3"
+}
+# log_time K TEXT: the time of the first netd log line of node K with TEXT.
+log_time() {
+	grep -m1 "$2" "$LOCALCLUSTER_DIR/node$1/log/netd.log" | cut -d' ' -f1
+}
+
+lc up 4 --netns --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null ||
+	{ fail "localcluster up 4 --netns"; finish; exit 1; }
+for k in 1 2 3 4; do
+	o2 $k set cluster/lc/keepalive_delay_ms $KA >/dev/null
+	o2 $k set cluster/lc/idle_timeout_ms $IDLE >/dev/null
+	printf 'O2CB_IDLE_TIMEOUT_MS=%s\nO2CB_KEEPALIVE_DELAY_MS=%s\n' $IDLE $KA \
+	    >>"$LOCALCLUSTER_DIR/node$k/o2cb"
+done
+for k in 1 2 3 4; do hb_start $k; done
+check "four nodes in four namespaces, all linked" wait_for 30 mesh_up 4
+check "node1 reaches node4 over their own veth" bash -c \
+    "ip -n $(cat "$LOCALCLUSTER_DIR/netns")-n1 route get 10.77.0.4 | grep -q 'dev p4'"
+
+echo "-- a flap longer than the idle timeout, shorter than the quorum delay"
+lc cut 1 4 >/dev/null
+check "node1 counts the link to node4 lost (idle)" wait_for 10 link_is 1 4 idle
+lc heal 1 4 >/dev/null
+check "the link carries traffic again" wait_for 10 link_is 1 4 up
+sleep 6
+for k in 1 2 3 4; do check "node$k not fenced" not_fenced $k; done
+check "the whole mesh is up" mesh_up 4
+
+echo "-- 2|2: the half without node1 fences"
+for a in 1 2; do for b in 3 4; do lc cut $a $b >/dev/null; done; done
+check "node3 fences" wait_for 20 fenced 3
+check "node4 fences" wait_for 20 fenced 4
+check "node1 does not" not_fenced 1
+check "node2 does not" not_fenced 2
+check "node1 and node2 keep their link" links_up 1 2
+check "survivors see node3's heartbeat die" wait_for 20 link_hb 1 3 false
+check "... and node4's" wait_for 20 link_hb 2 4 false
+f3=$(log_time 3 "fencing this node") d3=$(log_time 1 "node 3 (node3) stopped heartbeating")
+check "node3 fenced ($f3) before node1 saw it dead ($d3)" test "$f3" '<' "$d3"
+# node3 and node4 decide after the same delay; whichever fences first cuts
+# the other's last link, so node3 may decide on half without node1 or on
+# one of the three nodes still heartbeating: both are quorum losses.
+check "node3 says why" grep -Eq "fencing this node: quorum lost: connected to (half \(2 of 4\).*without the lowest-numbered one \(node 1\)|1 of 3 heartbeating nodes)" "$LOCALCLUSTER_DIR/node3/log/netd.log"
+check "node1 -> node2 messages flow" bash -c "
+	'$O2CTL' --rundir '$(rundir 2)' net-echo --count 100 >/dev/null & p=\$!; sleep 0.3
+	'$O2CTL' --rundir '$(rundir 1)' net-send 2 --count 100; rc=\$?; wait \$p; exit \$rc"
+
+echo "-- healed and restarted, the fenced half rejoins"
+for a in 1 2; do for b in 3 4; do lc heal $a $b >/dev/null; done; done
+for k in 3 4; do lc restart $k >/dev/null; hb_start $k; done
+check "all four linked again" wait_for 30 mesh_up 4
+
+echo "-- 3|1: the single node fences"
+for a in 1 2 3; do lc cut $a 4 >/dev/null; done
+check "node4 fences" wait_for 20 fenced 4
+for k in 1 2 3; do check "node$k does not" not_fenced $k; done
+check "nodes 1, 2, 3 keep every link to each other" mesh_up 3
+check "survivors see node4's heartbeat die" wait_for 20 link_hb 3 4 false
+
+finish
