@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "clusterconf.h"
 #include "envelope.pb-c.h"
 
@@ -154,6 +156,10 @@ struct hb_region {
 	unsigned		 probes_left;
 	struct hb_steady	 steady;
 	int			 timed_out;	/* write timeout fired (global mode) */
+	int			 last_ok;	/* the last iteration's I/O succeeded */
+	unsigned		 num;		/* o2hb's region number (0 in local mode) */
+	uint32_t		 nego_key;	/* netd key of its negotiation messages */
+	uint8_t			 nego_asked[HB_MAX_NODES];	/* sent us NEGO_TIMEOUT */
 	struct hb_slot		 slots[HB_MAX_NODES];
 	uint8_t			*rbuf;		/* all slots, O_DIRECT-aligned */
 	uint8_t			*wbuf;		/* our block */
@@ -166,6 +172,7 @@ struct hb_region {
 	int			 unlinked;	/* off the list: free it then */
 	struct event		*tick_ev;
 	struct event		*timeout_ev;
+	struct event		*nego_ev;
 	struct event		*done_ev;
 	struct hb_io		 io;
 	uint64_t		 lat_last_us, lat_max_us, writes, skipped;
@@ -179,6 +186,7 @@ void	region_stop(struct hb_region *, int clean);
 void	region_forget(struct hb_region *);	/* a failed one */
 struct hb_region *region_find(struct hbd *, const char *name);
 unsigned region_nrunning(struct hbd *);
+void	region_arm_timeouts(struct hb_region *);
 void	region_fill_status(struct hb_region *, Hbd__RegionStatus *);
 void	region_free_status(Hbd__RegionStatus *);
 
@@ -192,6 +200,33 @@ void	nmd_link_start(struct hbd *);
 void	nmd_refetch(struct hbd *);
 void	nmd_pin(struct hbd *, unsigned node, int pin);
 void	nmd_set_pid(struct hbd *, const char *region, int pid);
+
+/*
+ * nego.c: o2hb's write-timeout negotiation, through netd. The decision
+ * is pure (hb_nego_*); the rest talks to netd.sock.
+ */
+#define HB_NEGO_TIMEOUT_MSG	1	/* o2net type: "my write hangs too" */
+#define HB_NEGO_APPROVE_MSG	2	/* the master: "everybody's does: re-arm" */
+
+enum hb_nego_action {
+	HB_NEGO_NONE,		/* our last iteration failed: let the write timeout fence */
+	HB_NEGO_ASK,		/* send NEGO_TIMEOUT to the master */
+	HB_NEGO_WAIT,		/* master: some live node has not asked yet: look again */
+	HB_NEGO_APPROVE,	/* master: every live node has: re-arm and approve the rest */
+};
+
+uint32_t hb_nego_key(unsigned region_num, const char *name);
+unsigned hb_nego_timeout_ms(unsigned interval_ms, unsigned dead_threshold);
+unsigned hb_nego_recheck_ms(unsigned interval_ms);
+enum hb_nego_action hb_nego_decide(uint8_t asked[HB_MAX_NODES],
+	    const uint8_t live[HB_MAX_NODES], unsigned self, int last_ok,
+	    unsigned *master);
+int	hb_nego_sender(const uint8_t *payload, size_t len);
+
+void	nego_start(struct hbd *);
+void	nego_region_start(struct hb_region *);
+void	nego_region_stop(struct hb_region *);
+void	nego_timeout(evutil_socket_t, short, void *);
 
 /* devscan.c: the device of a global heartbeat region. */
 int	devscan_find(const char *uuid, char *path, size_t len);
@@ -235,6 +270,8 @@ struct hbd {
 
 	struct ipc_conn		*nmd;
 	struct event		*nmd_retry;
+	struct ipc_conn		*netd;		/* nego.c; NULL while netd is away */
+	struct event		*netd_retry;
 	int			 nmd_fetching, nmd_refetch;
 	uint8_t			 global_acquired[CC_MAX_REGIONS];
 

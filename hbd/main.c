@@ -163,6 +163,7 @@ main(int argc, char *argv[])
 	signal(SIGPIPE, SIG_IGN);
 	api_start(&h);
 	nmd_link_start(&h);
+	nego_start(&h);
 
 	sigterm = evsignal_new(h.base, SIGTERM, on_stop, &h);
 	sigint = evsignal_new(h.base, SIGINT, on_stop, &h);

@@ -191,7 +191,9 @@ region_release_io(struct hb_region *r)
 		event_free(r->tick_ev);
 	if (r->timeout_ev != NULL)
 		event_free(r->timeout_ev);
-	r->tick_ev = r->timeout_ev = NULL;
+	if (r->nego_ev != NULL)
+		event_free(r->nego_ev);
+	r->tick_ev = r->timeout_ev = r->nego_ev = NULL;
 	if (r->io.started) {
 		io_submit(r, IO_EXIT, 0);
 		pthread_join(r->io.thread, NULL);
@@ -236,6 +238,9 @@ region_finish(struct hb_region *r, Hbd__RegionEventKind kind, const char *why)
 		event_del(r->tick_ev);
 	if (r->timeout_ev != NULL)
 		event_del(r->timeout_ev);
+	if (r->nego_ev != NULL)
+		event_del(r->nego_ev);
+	nego_region_stop(r);
 	drop_live_slots(r);
 	api_region_event(h, kind, r->name, why);
 	if (kind != HBD__REGION_EVENT_KIND__REGION_FAILED) {
@@ -358,7 +363,9 @@ region_start(struct hbd *h, const char *name, const char *dev,
 	    region_io_done, r);
 	r->tick_ev = event_new(h->base, -1, EV_PERSIST, region_tick, r);
 	r->timeout_ev = evtimer_new(h->base, region_write_timeout, r);
-	if (r->done_ev == NULL || r->tick_ev == NULL || r->timeout_ev == NULL)
+	r->nego_ev = evtimer_new(h->base, nego_timeout, r);
+	if (r->done_ev == NULL || r->tick_ev == NULL || r->timeout_ev == NULL ||
+	    r->nego_ev == NULL)
 		fatalx("region %s: out of memory for events", name);
 	if (pthread_create(&r->io.thread, NULL, io_thread, r) != 0)
 		fatalx("region %s: cannot start its I/O thread", name);
@@ -368,6 +375,7 @@ region_start(struct hbd *h, const char *name, const char *dev,
 	event_add(r->done_ev, NULL);
 	event_add(r->tick_ev, &tv);
 	event_active(r->tick_ev, EV_TIMEOUT, 0);
+	nego_region_start(r);
 	log_info("region %s on %s: heartbeating as node %u, generation 0x%llx, "
 	    "slots at %llu x %u bytes, every %u ms, dead after %u", name, dev,
 	    h->local_node, (unsigned long long)r->generation,
@@ -550,20 +558,33 @@ evaluate_slots(struct hb_region *r)
 	return changed;
 }
 
-static void
-arm_write_timeout(struct hb_region *r)
+/*
+ * o2hb_arm_timeout, from steady state on: the write timeout, and the
+ * negotiation timer at half of it, which forgets who asked to negotiate.
+ */
+void
+region_arm_timeouts(struct hb_region *r)
 {
-	unsigned ms = r->hbd->interval_ms * (r->hbd->dead_threshold - 1);
+	struct hbd *h = r->hbd;
+	unsigned ms = h->interval_ms * (h->dead_threshold - 1);
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
+	if (r->state != RS_STEADY)
+		return;
 	r->timed_out = 0;
 	evtimer_add(r->timeout_ev, &tv);
+	ms = hb_nego_timeout_ms(h->interval_ms, h->dead_threshold);
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	evtimer_add(r->nego_ev, &tv);
+	memset(r->nego_asked, 0, sizeof(r->nego_asked));
 }
 
 /*
  * O2HB_MAX_WRITE_TIMEOUT_MS: no completed iteration for dead_threshold-1
- * intervals, so our peers will call us dead about one interval from now.
- * Global mode tolerates a minority of slow regions.
+ * intervals, and no approval either (nego.c: the storage does not hang
+ * for every node), so our peers will call us dead about one interval
+ * from now. Global mode tolerates a minority of slow regions.
  */
 static void
 region_write_timeout(evutil_socket_t fd, short ev, void *arg)
@@ -652,12 +673,13 @@ iteration_done(struct hb_region *r, enum hb_io_job job, int rerr, int werr,
 			r->state = RS_STARTING;
 		return;
 	}
-	if (ok && own_ok && r->state == RS_STEADY)
-		arm_write_timeout(r);
+	r->last_ok = ok && own_ok;
+	if (ok && own_ok)
+		region_arm_timeouts(r);
 	switch (hb_steady_step(&r->steady, ok && own_ok && job == IO_ITERATE, changed)) {
 	case HB_STEADY_REACHED:
 		r->state = RS_STEADY;
-		arm_write_timeout(r);
+		region_arm_timeouts(r);
 		log_info("region %s on %s: steady", r->name, r->dev);
 		api_region_event(h, HBD__REGION_EVENT_KIND__REGION_STARTED, r->name,
 		    "steady");
@@ -747,6 +769,7 @@ region_stop(struct hb_region *r, int clean)
 		r->stop_clean = clean;
 		event_del(r->tick_ev);
 		event_del(r->timeout_ev);
+		event_del(r->nego_ev);
 	} else if (!clean) {
 		r->stop_clean = 0;	/* fencing overrides a clean stop */
 	}

@@ -3,8 +3,8 @@
 # an LD_PRELOAD shim; when its heartbeat write stalls or fails, node3
 # kills its registered disk writers and fences itself before its peers
 # declare it dead. Fenced, it stays out until the admin clears it.
-# (With every node's disk stalled nobody should fence: that needs netd's
-# negotiation and is not tested here.)
+# (With every node's disk stalled nobody fences, by netd's negotiation:
+# hbd_nego.sh.)
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/hbd_lib.inc"
 
