@@ -404,15 +404,23 @@ static void
 handle_clear_fence(struct ipc_conn *c, const Envelope *req)
 {
 	struct hbd *h = ipc_conn_arg(c);
+	int rc;
 
 	if (!h->fenced) {
 		ipc_reply_status(c, req, EALREADY, "this node is not fenced");
 		return;
 	}
-	if (fence_clear(h) == -1) {
+	switch (rc = fence_clear(h)) {
+	case 0:
+		break;
+	case EBUSY:
 		ipc_reply_status(c, req, EBUSY, "I/O of the fenced incarnation is "
 		    "still in flight (%u regions); try again when the disk answers",
 		    h->hung_regions);
+		return;
+	default:
+		ipc_reply_status(c, req, rc, "cannot remove %s/hbd.fenced: %s",
+		    h->rundir, strerror(rc));
 		return;
 	}
 	ipc_reply_status(c, req, 0, NULL);

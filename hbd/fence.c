@@ -12,7 +12,9 @@
  * panic: crash the kernel through sysrq (kdump can catch it), else reset.
  *
  * A fenced hbd stays fenced, refusing regions and writers, until an
- * admin runs o2ctl clear-fence: it must not rejoin on its own.
+ * admin runs o2ctl clear-fence: it must not rejoin on its own. The state
+ * is kept in <rundir>/hbd.fenced, so that an hbd restarted after a crash
+ * (or by systemd) is fenced too.
  */
 #include <sys/reboot.h>
 #include <sys/syscall.h>
@@ -29,8 +31,62 @@
 
 #include "hbd.h"
 #include "log.h"
+#include "util.h"
 
 #define FENCE_CONFIRM_MS	5000
+#define FENCE_FILE		"hbd.fenced"
+
+static char *
+fence_file(const struct hbd *h)
+{
+	char *path;
+
+	xasprintf(&path, "%s/" FENCE_FILE, h->rundir);
+	return path;
+}
+
+/* Written before the fence method runs: a crash in it must not unfence us. */
+static void
+fence_persist(const struct hbd *h)
+{
+	char *path = fence_file(h), *tmp;
+	int fd;
+
+	xasprintf(&tmp, "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd == -1 || write_full(fd, h->fence_reason, strlen(h->fence_reason)) == -1 ||
+	    fsync(fd) == -1 || rename(tmp, path) == -1)
+		log_warn("fencing: cannot record the fence in %s; a restarted "
+		    "hbd would not know it", path);
+	if (fd != -1)
+		close(fd);
+	free(tmp);
+	free(path);
+}
+
+/* At start: an earlier incarnation fenced this node, so we are fenced. */
+void
+fence_restore(struct hbd *h)
+{
+	char *path = fence_file(h), buf[sizeof(h->fence_reason) - 64];
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno != ENOENT)
+			fatal("%s", path);
+		free(path);
+		return;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	h->fenced = 1;
+	snprintf(h->fence_reason, sizeof(h->fence_reason),
+	    "fenced before this hbd started: %s", buf);
+	log_err("this node is fenced (%s); o2ctl clear-fence lets it rejoin", buf);
+	free(path);
+}
 
 static void
 fence_reboot(int panic)
@@ -95,6 +151,7 @@ fence(struct hbd *h, const char *fmt, ...)
 	vsnprintf(h->fence_reason, sizeof(h->fence_reason), fmt, ap);
 	va_end(ap);
 	log_err("*** FENCING this node (method %s): %s", method, h->fence_reason);
+	fence_persist(h);
 	switch (h->fence_method) {
 	case CC_FENCE_RESET:
 		fence_reboot(0);
@@ -118,18 +175,29 @@ fence(struct hbd *h, const char *fmt, ...)
 /*
  * The admin says the node is safe again: rejoin with new generations.
  * Not while a write of the fenced incarnation may still land: it would
- * overwrite the new incarnation's slot.
+ * overwrite the new incarnation's slot. 0, EBUSY, or why the record of
+ * the fence could not be removed.
  */
 int
 fence_clear(struct hbd *h)
 {
 	struct hb_region *r;
+	char *path;
+	int rc;
 
 	if (h->hung_regions > 0)
-		return -1;
+		return EBUSY;
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if (r->state == RS_STOPPING)
-			return -1;
+			return EBUSY;
+	path = fence_file(h);
+	if (unlink(path) == -1 && errno != ENOENT) {
+		rc = errno;
+		log_warn("clear-fence: %s", path);
+		free(path);
+		return rc;
+	}
+	free(path);
 	log_info("fence cleared by the admin (was: %s)", h->fence_reason);
 	h->fenced = 0;
 	h->fence_reason[0] = '\0';

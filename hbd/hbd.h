@@ -234,6 +234,7 @@ int	devscan_find(const char *uuid, char *path, size_t len);
 /* fence.c */
 void	fence(struct hbd *, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
 int	fence_clear(struct hbd *);
+void	fence_restore(struct hbd *);
 void	fence_writer_gone(struct hbd *, pid_t);
 
 /* api.c: hbd.sock. */

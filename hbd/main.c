@@ -160,7 +160,7 @@ main(int argc, char *argv[])
 		fatal("mkdir %s", h.rundir);
 	if ((h.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	signal(SIGPIPE, SIG_IGN);
+	fence_restore(&h);
 	api_start(&h);
 	nmd_link_start(&h);
 	nego_start(&h);

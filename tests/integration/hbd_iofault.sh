@@ -16,8 +16,12 @@ check "3 nodes up" lc up 3 --hb-interval-ms $IVL --dead-threshold $THR
 IMAGE=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
 CTL=$DIR/iofault.ctl
 : >"$CTL"
+# start_shimmed: start node3's daemons that are not running, behind the shim.
+start_shimmed() {
+	LD_PRELOAD=$BUILD/tests/libiofault.so IOFAULT_PATH=$IMAGE IOFAULT_CTL=$CTL lc start 3
+}
 check "node3 restarted behind the fault shim" lc stop 3
-LD_PRELOAD=$BUILD/tests/libiofault.so IOFAULT_PATH=$IMAGE IOFAULT_CTL=$CTL lc start 3 >/dev/null
+start_shimmed >/dev/null
 for k in 1 2 3; do check "node$k heartbeats" hb_start $k; done
 check "node1 sees 1 2 3" wait_for 10 live_is 1 "1 2 3"
 
@@ -54,6 +58,12 @@ fault_round() {
 	check_eq "$name: fenced node3 does not rejoin on its own" "1 2" "$(live_nodes 1)"
 	expect_error "$name: a fenced node takes no writer" "fenced" \
 	    lc exec 3 "$O2CTL" writer again true
+	# A crashed and restarted hbd (systemd restarts it) is still fenced.
+	kill -9 "$(cat "$DIR/node3/pids/hbd.pid")"
+	check "$name: node3's hbd restarted after kill -9" start_shimmed
+	check_eq "$name: the restarted hbd is still fenced" true "$(hb_status 3 | jq .fenced)"
+	sleep $((2 * IVL / 1000 + 1))
+	check_eq "$name: and node3 still does not rejoin" "1 2" "$(live_nodes 1)"
 	# A write stalled by the shim still sleeps: clear-fence waits for it.
 	check "$name: o2ctl clear-fence (once the stalled write is over)" \
 	    wait_for 10 lc exec 3 "$O2CTL" clear-fence
