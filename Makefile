@@ -112,7 +112,7 @@ unit-bins: $(UNIT_BINS)
 
 check:
 	$(MAKE) all unit-bins
-	$(MAKE) SANITIZE=1 unit-bins
+	$(MAKE) SANITIZE=1 all unit-bins
 	tests/run --build build --san-build build/san
 
 bench: all $(BENCH_BINS)

@@ -101,6 +101,14 @@ nm_tree_init(struct nmd *nm)
 	nm->subsys->default_group = 1;
 }
 
+/* At exit: everything, so that leak checkers see only real leaks. */
+void
+nm_tree_free(struct nmd *nm)
+{
+	item_free(nm, nm->root);
+	nm->root = nm->subsys = NULL;
+}
+
 struct nm_item *
 nm_item_by_ino(struct nmd *nm, uint64_t ino)
 {

@@ -150,9 +150,11 @@ main(int argc, char *argv[])
 	notify_stopping();
 	ipc_server_free(nm.ipc);
 	nm_configfs_unmount(&nm);
+	nm_tree_free(&nm);
 	event_free(sighup);
 	event_free(sigterm);
 	event_free(sigint);
 	free(mountpoint);
+	event_base_free(nm.base);
 	return 0;
 }

@@ -107,6 +107,7 @@ struct nmd {
 
 /* items.c: the tree and its rules. */
 void		 nm_tree_init(struct nmd *);
+void		 nm_tree_free(struct nmd *);
 struct nm_item	*nm_item_by_ino(struct nmd *, uint64_t ino);
 struct nm_item	*nm_item_child(struct nm_item *, const char *name);
 struct nm_item	*nm_item_by_path(struct nmd *, const char *path, const char **attr);

@@ -104,6 +104,7 @@ apply_nodes(struct nmd *nm, const struct cluster_conf *cc, const struct cc_node 
 	struct nm_item *g = nm_node_group(nm), *it, *next;
 	const struct cc_node *cn;
 	struct nm_node *n;
+	char name[CC_NODE_NAME_MAX + 1];
 	size_t i;
 	int rc;
 
@@ -119,14 +120,16 @@ apply_nodes(struct nmd *nm, const struct cluster_conf *cc, const struct cc_node 
 			    "the stack runs", it->name, cn ? "changed" : "removed");
 			continue;
 		}
+		/* nm_rmdir frees the item. */
+		snprintf(name, sizeof(name), "%s", it->name);
 		if ((rc = nm_rmdir(nm, it)) != 0) {
-			line_add(bad, "node %s: not %s: %s", it->name,
+			line_add(bad, "node %s: not %s: %s", name,
 			    cn ? "changed" : "removed",
 			    rc == EBUSY ? "it is alive (heartbeat or link)" : strerror(rc));
 			continue;
 		}
 		if (cn == NULL)
-			line_add(ok, "node %s removed", it->name);
+			line_add(ok, "node %s removed", name);
 	}
 	for (i = 0; i < cc->nnodes; i++) {
 		cn = &cc->nodes[i];
