@@ -46,9 +46,15 @@ usage(FILE *f)
 
 	fprintf(f, "usage: o2ctl [--rundir DIR] [--json] [--timeout MS] COMMAND [ARGS]\n\n"
 	    "Commands:\n");
-	for (i = 0; i < nitems(commands); i++)
-		fprintf(f, "  %-13s %-34s %s\n", commands[i].name, commands[i].args,
-		    commands[i].help);
+	for (i = 0; i < nitems(commands); i++) {
+		/* Long argument lists push the help text to its own line. */
+		if (strlen(commands[i].args) > 34)
+			fprintf(f, "  %-13s %s\n  %-13s %-34s %s\n", commands[i].name,
+			    commands[i].args, "", "", commands[i].help);
+		else
+			fprintf(f, "  %-13s %-34s %s\n", commands[i].name,
+			    commands[i].args, commands[i].help);
+	}
 	fprintf(f, "\nExit status: 0 ok, 1 refused or failed, 2 usage, 3 daemon not running.\n"
 	    "The runtime directory is --rundir, else $OCFS2_RUNDIR, else /run/ocfs2.\n");
 }
