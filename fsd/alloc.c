@@ -1,0 +1,463 @@
+/*
+ * Allocators (ondisk.md §4): the global bitmap of clusters, the slot's
+ * chain suballocators for inodes and extent blocks (grown a group at a
+ * time from the global bitmap), and the truncate log that holds freed
+ * clusters until the transaction that freed them is on disk.
+ *
+ * Every change runs inside the caller's handle and updates, together,
+ * the group bitmap and free count, the chain record and the allocator
+ * inode's totals, as fsck's pass 0 checks them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#include "fsd.h"
+
+static int
+bit_test(const uint8_t *map, unsigned bit)
+{
+	return (map[bit >> 3] >> (bit & 7)) & 1;
+}
+
+static void
+bit_set(uint8_t *map, unsigned bit, int on)
+{
+	if (on)
+		map[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+	else
+		map[bit >> 3] &= (uint8_t)~(1u << (bit & 7));
+}
+
+/* A group of allocator alloc, checked to belong where it claims. */
+static int
+group_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, struct fsd_buf **bp)
+{
+	const struct ocfs2_group_desc *gd;
+	char why[128];
+	int rc;
+
+	if ((rc = block_read(fs, blkno, BLK_GROUP, bp)) != 0)
+		return rc;
+	gd = (const struct ocfs2_group_desc *)(*bp)->data;
+	if (LE64(gd->bg_parent_dinode) != alloc) {
+		snprintf(why, sizeof(why), "group belongs to inode %llu, not %llu",
+		    (unsigned long long)LE64(gd->bg_parent_dinode), (unsigned long long)alloc);
+		fsd_corrupt(fs, blkno, why);
+		block_put(fs, *bp);
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Find in a group's bitmap the first run of at least min clear bits at or
+ * after from, taking up to want. 0 with the run in start and len, or -1.
+ */
+static int
+find_run(const struct ocfs2_group_desc *gd, unsigned from, unsigned min, unsigned want,
+    unsigned *start, unsigned *len)
+{
+	unsigned bits = LE16(gd->bg_bits), b, n;
+
+	for (b = from; b < bits; b++) {
+		if (bit_test(gd->bg_bitmap, b))
+			continue;
+		for (n = 0; b + n < bits && n < want && !bit_test(gd->bg_bitmap, b + n); n++)
+			;
+		if (n >= min) {
+			*start = b;
+			*len = n;
+			return 0;
+		}
+		b += n;
+	}
+	return -1;
+}
+
+/* Set or clear bits [start, start+n) of a group and every count above it. */
+static int
+group_change(struct fsd_handle *h, struct fsd_buf *ab, struct fsd_buf *gb, unsigned start,
+    unsigned n, int set)
+{
+	struct ocfs2_dinode *adi = (struct ocfs2_dinode *)ab->data;
+	struct ocfs2_group_desc *gd = (struct ocfs2_group_desc *)gb->data;
+	struct ocfs2_chain_list *cl = &adi->id2.i_chain;
+	unsigned chain = LE16(gd->bg_chain), i;
+	int rc;
+
+	if (chain >= LE16(cl->cl_next_free_rec) || start + n > LE16(gd->bg_bits)) {
+		fsd_corrupt(h->fs, gb->blkno, "group's chain or bit range is impossible");
+		return -EIO;
+	}
+	for (i = start; i < start + n; i++) {
+		if (bit_test(gd->bg_bitmap, i) == set) {
+			fsd_corrupt(h->fs, gb->blkno, set ? "allocating a bit already in use" :
+			    "freeing a bit already free");
+			return -EIO;
+		}
+	}
+	if ((rc = journal_access(h, ab)) != 0 || (rc = journal_access(h, gb)) != 0)
+		return rc;
+	for (i = start; i < start + n; i++)
+		bit_set(gd->bg_bitmap, i, set);
+	if (set) {
+		gd->bg_free_bits_count = htole16(LE16(gd->bg_free_bits_count) - n);
+		cl->cl_recs[chain].c_free = htole32(LE32(cl->cl_recs[chain].c_free) - n);
+		adi->id1.bitmap1.i_used = htole32(LE32(adi->id1.bitmap1.i_used) + n);
+	} else {
+		gd->bg_free_bits_count = htole16(LE16(gd->bg_free_bits_count) + n);
+		cl->cl_recs[chain].c_free = htole32(LE32(cl->cl_recs[chain].c_free) + n);
+		adi->id1.bitmap1.i_used = htole32(LE32(adi->id1.bitmap1.i_used) - n);
+	}
+	journal_dirty(h, ab);
+	journal_dirty(h, gb);
+	return 0;
+}
+
+/* ---- the global bitmap -------------------------------------------------- */
+
+static unsigned
+cluster_cpg(struct fsd *fs, const struct ocfs2_dinode *bm)
+{
+	(void)fs;
+	return LE16(bm->id2.i_chain.cl_cpg);
+}
+
+/* Group i of the global bitmap sits at a fixed place (§4.2). */
+static uint64_t
+cluster_group_blkno(struct fsd *fs, unsigned cpg, unsigned i)
+{
+	return i == 0 ? fs->first_cluster_group : ((uint64_t)i * cpg) << (fs->cbits - fs->bbits);
+}
+
+int
+alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
+    uint32_t *startp, unsigned *got)
+{
+	struct fsd *fs = h->fs;
+	struct fsd_buf *ab, *gb;
+	unsigned cpg, ngroups, g, k, from, start, len;
+	int rc;
+
+	if ((rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
+		return rc;
+	cpg = cluster_cpg(fs, (const struct ocfs2_dinode *)ab->data);
+	if (cpg == 0 || goal >= fs->clusters)
+		goal = 0;
+	ngroups = (fs->clusters + cpg - 1) / cpg;
+	/* From the goal's group on, wrapping round, the goal's bit first. */
+	for (k = 0; k <= ngroups; k++) {
+		g = (goal / cpg + k) % ngroups;
+		from = k == 0 ? goal % cpg : 0;
+		if ((rc = group_read(fs, cluster_group_blkno(fs, cpg, g), fs->global_bitmap, &gb)) != 0)
+			goto out;
+		if (LE16(((const struct ocfs2_group_desc *)gb->data)->bg_free_bits_count) >= min &&
+		    find_run((const struct ocfs2_group_desc *)gb->data, from, min, want,
+		    &start, &len) == 0) {
+			rc = group_change(h, ab, gb, start, len, 1);
+			block_put(fs, gb);
+			if (rc == 0) {
+				*startp = g * cpg + start;
+				*got = len;
+			}
+			goto out;
+		}
+		block_put(fs, gb);
+	}
+	rc = -ENOSPC;
+out:
+	block_put(fs, ab);
+	return rc;
+}
+
+int
+free_clusters(struct fsd_handle *h, uint32_t start, unsigned count)
+{
+	struct fsd *fs = h->fs;
+	struct fsd_buf *ab, *gb;
+	unsigned cpg, g, n;
+	int rc = 0;
+
+	if ((rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
+		return rc;
+	cpg = cluster_cpg(fs, (const struct ocfs2_dinode *)ab->data);
+	if (cpg == 0 || (uint64_t)start + count > fs->clusters) {
+		block_put(fs, ab);
+		return -EIO;
+	}
+	while (count > 0 && rc == 0) {
+		g = start / cpg;
+		n = cpg - start % cpg;
+		if (n > count)
+			n = count;
+		if ((rc = group_read(fs, cluster_group_blkno(fs, cpg, g), fs->global_bitmap, &gb)) != 0)
+			break;
+		rc = group_change(h, ab, gb, start % cpg, n, 0);
+		block_put(fs, gb);
+		start += n;
+		count -= n;
+	}
+	block_put(fs, ab);
+	return rc;
+}
+
+/* ---- suballocators ------------------------------------------------------ */
+
+/*
+ * Add a group of cl_cpg clusters to a suballocator (§4.3), linked at the
+ * head of a chain: the next unused chain record, else the smallest chain.
+ */
+static int
+suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *adi = (struct ocfs2_dinode *)ab->data;
+	struct ocfs2_chain_list *cl = &adi->id2.i_chain;
+	struct ocfs2_group_desc *gd;
+	struct fsd_buf *gb;
+	unsigned cpg = LE16(cl->cl_cpg), bpc = LE16(cl->cl_bpc), bits, chain, i, got;
+	uint32_t start;
+	uint64_t blkno;
+	int rc;
+
+	bits = cpg * bpc;
+	if (bits == 0 || bits > 8u * (fs->vol.block_bytes - offsetof(struct ocfs2_group_desc, bg_bitmap))) {
+		fsd_corrupt(fs, ab->blkno, "suballocator geometry is impossible");
+		return -EIO;
+	}
+	if ((rc = alloc_clusters(h, 0, cpg, cpg, &start, &got)) != 0)
+		return rc;
+	if (LE16(cl->cl_next_free_rec) < LE16(cl->cl_count))
+		chain = LE16(cl->cl_next_free_rec);
+	else {
+		for (chain = 0, i = 1; i < LE16(cl->cl_count); i++)
+			if (LE32(cl->cl_recs[i].c_total) < LE32(cl->cl_recs[chain].c_total))
+				chain = i;
+	}
+	blkno = (uint64_t)start << (fs->cbits - fs->bbits);
+	if ((rc = block_new(fs, blkno, BLK_GROUP, &gb)) != 0)
+		return rc;
+	if ((rc = journal_access(h, gb)) != 0 || (rc = journal_access(h, ab)) != 0) {
+		block_put(fs, gb);
+		return rc;
+	}
+	gd = (struct ocfs2_group_desc *)gb->data;
+	memcpy(gd->bg_signature, OCFS2_GROUP_DESC_SIGNATURE, sizeof(OCFS2_GROUP_DESC_SIGNATURE));
+	gd->bg_size = htole16(ocfs2_group_bitmap_size(fs->vol.block_bytes, 1, fs->vol.incompat));
+	gd->bg_bits = htole16(bits);
+	gd->bg_free_bits_count = htole16(bits - 1);
+	gd->bg_chain = htole16(chain);
+	gd->bg_generation = htole32(fs->fs_generation);
+	gd->bg_next_group = cl->cl_recs[chain].c_blkno;
+	gd->bg_parent_dinode = htole64(ab->blkno);
+	gd->bg_blkno = htole64(blkno);
+	bit_set(gd->bg_bitmap, 0, 1);	/* the descriptor itself */
+	if (chain == LE16(cl->cl_next_free_rec))
+		cl->cl_next_free_rec = htole16(chain + 1);
+	cl->cl_recs[chain].c_blkno = htole64(blkno);
+	cl->cl_recs[chain].c_total = htole32(LE32(cl->cl_recs[chain].c_total) + bits);
+	cl->cl_recs[chain].c_free = htole32(LE32(cl->cl_recs[chain].c_free) + bits - 1);
+	adi->id1.bitmap1.i_total = htole32(LE32(adi->id1.bitmap1.i_total) + bits);
+	adi->id1.bitmap1.i_used = htole32(LE32(adi->id1.bitmap1.i_used) + 1);
+	adi->i_clusters = htole32(LE32(adi->i_clusters) + cpg);
+	adi->i_size = htole64((uint64_t)LE32(adi->i_clusters) << fs->cbits);
+	journal_dirty(h, gb);
+	journal_dirty(h, ab);
+	block_put(fs, gb);
+	log_debug("suballocator %llu: new group at block %llu, chain %u",
+	    (unsigned long long)ab->blkno, (unsigned long long)blkno, chain);
+	return 0;
+}
+
+int
+suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *group,
+    uint16_t *bitp)
+{
+	struct fsd *fs = h->fs;
+	const struct ocfs2_chain_list *cl;
+	struct fsd_buf *ab, *gb;
+	unsigned i, start, len, tries;
+	uint64_t g;
+	int rc;
+
+	if ((rc = block_read(fs, alloc, BLK_INODE, &ab)) != 0)
+		return rc;
+	if (!(LE32(((const struct ocfs2_dinode *)ab->data)->i_flags) & OCFS2_CHAIN_FL)) {
+		fsd_corrupt(fs, alloc, "allocator inode without a chain list");
+		block_put(fs, ab);
+		return -EIO;
+	}
+	for (tries = 0; tries < 2; tries++) {
+		cl = &((const struct ocfs2_dinode *)ab->data)->id2.i_chain;
+		for (i = 0; i < LE16(cl->cl_next_free_rec); i++) {
+			if (LE32(cl->cl_recs[i].c_free) == 0)
+				continue;
+			for (g = LE64(cl->cl_recs[i].c_blkno); g != 0; ) {
+				if ((rc = group_read(fs, g, alloc, &gb)) != 0)
+					goto out;
+				if (LE16(((const struct ocfs2_group_desc *)gb->data)->bg_free_bits_count) > 0 &&
+				    find_run((const struct ocfs2_group_desc *)gb->data, 1, 1, 1,
+				    &start, &len) == 0) {
+					rc = group_change(h, ab, gb, start, 1, 1);
+					if (rc == 0) {
+						*group = gb->blkno;
+						*blkno = gb->blkno + start;	/* one block per bit */
+						*bitp = (uint16_t)start;
+					}
+					block_put(fs, gb);
+					goto out;
+				}
+				g = LE64(((const struct ocfs2_group_desc *)gb->data)->bg_next_group);
+				block_put(fs, gb);
+			}
+		}
+		/* Full: one more group from the global bitmap, then retry. */
+		if ((rc = suballoc_grow(h, ab)) != 0)
+			goto out;
+	}
+	rc = -ENOSPC;
+out:
+	block_put(fs, ab);
+	return rc;
+}
+
+int
+suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_t bit)
+{
+	struct fsd_buf *ab, *gb;
+	int rc;
+
+	if ((rc = block_read(h->fs, alloc, BLK_INODE, &ab)) != 0)
+		return rc;
+	if ((rc = group_read(h->fs, group, alloc, &gb)) == 0) {
+		rc = group_change(h, ab, gb, bit, 1, 0);
+		block_put(h->fs, gb);
+	}
+	block_put(h->fs, ab);
+	return rc;
+}
+
+/* ---- the truncate log --------------------------------------------------- */
+
+int
+tl_room(struct fsd *fs)
+{
+	const struct ocfs2_truncate_log *tl;
+	struct fsd_buf *b;
+	int room;
+
+	if (block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b) != 0)
+		return 0;
+	tl = &((const struct ocfs2_dinode *)b->data)->id2.i_dealloc;
+	room = LE16(tl->tl_count) - LE16(tl->tl_used);
+	block_put(fs, b);
+	return room;
+}
+
+int
+tl_append(struct fsd_handle *h, uint32_t start, unsigned count)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_truncate_log *tl;
+	struct ocfs2_truncate_rec *r;
+	struct fsd_buf *b;
+	unsigned used;
+	int rc;
+
+	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0)
+		return rc;
+	tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
+	used = LE16(tl->tl_used);
+	if ((rc = journal_access(h, b)) != 0)
+		goto out;
+	r = used ? &tl->tl_recs[used - 1] : NULL;
+	/* As the kernel: extend the last record when the runs touch. */
+	if (r != NULL && LE32(r->t_start) + LE32(r->t_clusters) == start)
+		r->t_clusters = htole32(LE32(r->t_clusters) + count);
+	else if (used < LE16(tl->tl_count)) {
+		tl->tl_recs[used].t_start = htole32(start);
+		tl->tl_recs[used].t_clusters = htole32(count);
+		tl->tl_used = htole16(used + 1);
+	} else {
+		rc = -EAGAIN;	/* callers flush before they start */
+		goto out;
+	}
+	journal_dirty(h, b);
+out:
+	block_put(fs, b);
+	return rc;
+}
+
+int
+tl_flush(struct fsd *fs)
+{
+	struct ocfs2_truncate_log *tl;
+	struct ocfs2_truncate_rec *r;
+	struct fsd_handle h;
+	struct fsd_buf *b;
+	unsigned used;
+	int rc, stop;
+
+	if (fs->journal == NULL || fs->slot < 0)
+		return 0;
+	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0)
+		return rc;
+	used = LE16(((const struct ocfs2_dinode *)b->data)->id2.i_dealloc.tl_used);
+	block_put(fs, b);
+	if (used == 0)
+		return 0;
+	/*
+	 * Freed clusters may be handed out again (and written in place as
+	 * file data) only once (1) their freeing is committed and (2) no
+	 * logged or pending copy of a block in them (a deleted directory's
+	 * blocks) can still be checkpointed or replayed over the new data.
+	 * A checkpoint gives both: everything home, the log empty.
+	 */
+	if ((rc = journal_checkpoint(fs)) != 0)
+		return rc;
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
+	rc = journal_access(&h, b);
+	/* From the last record backwards, as ocfs2_replay_truncate_records. */
+	while (rc == 0 && (used = LE16(tl->tl_used)) > 0) {
+		r = &tl->tl_recs[used - 1];
+		if (LE32(r->t_start) != 0 && LE32(r->t_clusters) != 0)
+			rc = free_clusters(&h, LE32(r->t_start), LE32(r->t_clusters));
+		if (rc == 0) {
+			memset(r, 0, sizeof(*r));
+			tl->tl_used = htole16(used - 1);
+		}
+	}
+	if (rc == 0)
+		journal_dirty(&h, b);
+	block_put(fs, b);
+	stop = journal_stop(&h, rc != 0);
+	return rc ? rc : stop;
+}
+
+int
+fsd_reclaim(struct fsd *fs)
+{
+	const struct ocfs2_truncate_log *tl;
+	struct fsd_buf *b;
+	int used;
+
+	if (fs->journal == NULL || fs->slot < 0)
+		return 0;
+	if (block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b) != 0)
+		return 0;
+	tl = &((const struct ocfs2_dinode *)b->data)->id2.i_dealloc;
+	used = LE16(tl->tl_used);
+	block_put(fs, b);
+	/* As ocfs2_try_to_free_truncate_log: free what the log holds back. */
+	return used > 0 && tl_flush(fs) == 0;
+}

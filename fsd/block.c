@@ -1,0 +1,489 @@
+/*
+ * The block layer: O_DIRECT I/O on the shared device and a cache of
+ * metadata blocks. A block is validated against its expected type the
+ * first time it is read; a block that fails stays in the cache marked
+ * bad, so the reason is logged once and every later user gets EIO
+ * without touching the disk again.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+#include "fsd.h"
+
+int
+cache_init(struct fsd_cache *c, unsigned max_bufs)
+{
+	memset(c, 0, sizeof(*c));
+	pthread_mutex_init(&c->mtx, NULL);
+	c->max_bufs = max_bufs < 64 ? 64 : max_bufs;
+	/* Power of two, about one chain per cached block. */
+	for (c->nhash = 64; c->nhash < c->max_bufs; c->nhash <<= 1)
+		;
+	c->hash = xcalloc(c->nhash, sizeof(*c->hash));
+	c->lru.lru_next = c->lru.lru_prev = &c->lru;
+	return 0;
+}
+
+static void
+buf_free(struct fsd_buf *b)
+{
+	pthread_mutex_destroy(&b->lock);
+	free(b->data);
+	free(b);
+}
+
+void
+cache_destroy(struct fsd_cache *c)
+{
+	struct fsd_buf *b, *n;
+	unsigned i;
+
+	if (c->hash == NULL)
+		return;
+	for (i = 0; i < c->nhash; i++) {
+		for (b = c->hash[i]; b != NULL; b = n) {
+			n = b->hnext;
+			buf_free(b);
+		}
+	}
+	free(c->hash);
+	c->hash = NULL;
+	pthread_mutex_destroy(&c->mtx);
+}
+
+static unsigned
+hash_blk(const struct fsd_cache *c, uint64_t blkno)
+{
+	return (unsigned)((blkno * 0x9E3779B97F4A7C15ULL) >> 32) & (c->nhash - 1);
+}
+
+static void
+lru_unlink(struct fsd_buf *b)
+{
+	b->lru_prev->lru_next = b->lru_next;
+	b->lru_next->lru_prev = b->lru_prev;
+	b->lru_next = b->lru_prev = NULL;
+}
+
+static void
+lru_append(struct fsd_cache *c, struct fsd_buf *b)
+{
+	b->lru_prev = c->lru.lru_prev;
+	b->lru_next = &c->lru;
+	c->lru.lru_prev->lru_next = b;
+	c->lru.lru_prev = b;
+}
+
+static void
+hash_remove(struct fsd_cache *c, struct fsd_buf *b)
+{
+	struct fsd_buf **pp;
+
+	for (pp = &c->hash[hash_blk(c, b->blkno)]; *pp != NULL; pp = &(*pp)->hnext) {
+		if (*pp == b) {
+			*pp = b->hnext;
+			break;
+		}
+	}
+	c->nbufs--;
+}
+
+/* Drop the oldest unreferenced buffers while over the limit. Cache mutex held. */
+static void
+cache_shrink(struct fsd_cache *c)
+{
+	struct fsd_buf *b;
+
+	while (c->nbufs > c->max_bufs && c->lru.lru_next != &c->lru) {
+		b = c->lru.lru_next;
+		lru_unlink(b);
+		hash_remove(c, b);
+		buf_free(b);
+	}
+}
+
+void *
+io_alloc(size_t bytes)
+{
+	void *p;
+
+	/* O_DIRECT alignment; not zeroed: callers fill every byte they write */
+	if (posix_memalign(&p, 4096, bytes ? bytes : 4096) != 0)
+		return NULL;
+	return p;
+}
+
+int
+block_in_volume(struct fsd *fs, uint64_t blkno, uint64_t count)
+{
+	return blkno < fs->nblocks && count <= fs->nblocks - blkno;
+}
+
+int
+block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf)
+{
+	int rc;
+
+	if (!block_in_volume(fs, blkno, count))
+		return -EIO;
+	rc = write ? volume_write_blocks(&fs->vol, blkno, count, buf) :
+	    volume_read_blocks(&fs->vol, blkno, count, buf);
+	if (rc == -1) {
+		rc = errno ? -errno : -EIO;
+		log_warnx("%s: %s of %u blocks at %llu: %s", fs->vol.path,
+		    write ? "write" : "read", count, (unsigned long long)blkno,
+		    strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+void
+fsd_corrupt(struct fsd *fs, uint64_t blkno, const char *why)
+{
+	log_warnx("%s: corrupt metadata at block %llu: %s", fs->vol.path,
+	    (unsigned long long)blkno, why);
+	pthread_mutex_lock(&fs->err_mtx);
+	fs->errors++;
+	pthread_mutex_unlock(&fs->err_mtx);
+}
+
+/* Signature, self block number and fs generation, the kernel's first checks. */
+static int
+check_header(struct fsd *fs, uint64_t blkno, const char *sig, const uint8_t *at_sig,
+    uint64_t self, uint32_t gen, char *why, size_t whylen)
+{
+	if (memcmp(at_sig, sig, strlen(sig)) != 0) {
+		snprintf(why, whylen, "bad signature (expected %s)", sig);
+		return -1;
+	}
+	if (self != blkno) {
+		snprintf(why, whylen, "%s claims to be block %llu", sig,
+		    (unsigned long long)self);
+		return -1;
+	}
+	if (gen != fs->fs_generation) {
+		snprintf(why, whylen, "%s generation %#x is not the volume's %#x",
+		    sig, gen, fs->fs_generation);
+		return -1;
+	}
+	return 0;
+}
+
+/* The kernel's ocfs2_validate_inode_block, plus bounds on what id2 holds. */
+static int
+validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
+    char *why, size_t whylen)
+{
+	unsigned bs = fs->vol.block_bytes;
+	uint32_t flags = LE32(di->i_flags);
+	uint16_t mode = LE16(di->i_mode);
+
+	if (check_header(fs, blkno, OCFS2_INODE_SIGNATURE, di->i_signature,
+	    LE64(di->i_blkno), LE32(di->i_fs_generation), why, whylen) == -1)
+		return -1;
+	if (!(flags & OCFS2_VALID_FL)) {
+		snprintf(why, whylen, "inode is not in use (VALID flag clear)");
+		return -1;
+	}
+	if (LE64(di->i_dtime) != 0 && !(flags & OCFS2_ORPHANED_FL)) {
+		snprintf(why, whylen, "live inode has a deletion time");
+		return -1;
+	}
+	if (flags & OCFS2_CHAIN_FL) {
+		const struct ocfs2_chain_list *cl = &di->id2.i_chain;
+
+		if (LE16(cl->cl_count) > (unsigned)ocfs2_chain_recs_per_inode(bs) ||
+		    LE16(cl->cl_next_free_rec) > LE16(cl->cl_count) ||
+		    LE16(cl->cl_cpg) == 0 || LE16(cl->cl_bpc) == 0) {
+			snprintf(why, whylen, "impossible chain list (count %u, next free %u, cpg %u, bpc %u)",
+			    LE16(cl->cl_count), LE16(cl->cl_next_free_rec),
+			    LE16(cl->cl_cpg), LE16(cl->cl_bpc));
+			return -1;
+		}
+		return 0;
+	}
+	if (flags & OCFS2_LOCAL_ALLOC_FL) {
+		const struct ocfs2_local_alloc *la = &di->id2.i_lab;
+
+		if (LE16(la->la_size) > (unsigned)ocfs2_local_alloc_size(bs) ||
+		    LE32(di->id1.bitmap1.i_total) > 8u * LE16(la->la_size) ||
+		    LE32(di->id1.bitmap1.i_used) > LE32(di->id1.bitmap1.i_total)) {
+			snprintf(why, whylen, "impossible local alloc (size %u, total %u, used %u)",
+			    LE16(la->la_size), LE32(di->id1.bitmap1.i_total),
+			    LE32(di->id1.bitmap1.i_used));
+			return -1;
+		}
+		return 0;
+	}
+	if (flags & OCFS2_DEALLOC_FL) {
+		const struct ocfs2_truncate_log *tl = &di->id2.i_dealloc;
+
+		if (LE16(tl->tl_count) > (unsigned)ocfs2_truncate_recs_per_inode(bs) ||
+		    LE16(tl->tl_used) > LE16(tl->tl_count)) {
+			snprintf(why, whylen, "impossible truncate log (count %u, used %u)",
+			    LE16(tl->tl_count), LE16(tl->tl_used));
+			return -1;
+		}
+		return 0;
+	}
+	if (flags & OCFS2_SUPER_BLOCK_FL)
+		return 0;
+	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL) {
+		unsigned max = ocfs2_max_inline_data_with_xattr(bs, NULL);
+
+		if (LE16(di->id2.i_data.id_count) > max ||
+		    LE64(di->i_size) > LE16(di->id2.i_data.id_count)) {
+			snprintf(why, whylen, "impossible inline data (count %u, size %llu)",
+			    LE16(di->id2.i_data.id_count), (unsigned long long)LE64(di->i_size));
+			return -1;
+		}
+		if (S_ISDIR(mode))
+			return dir_block_check(di->id2.i_data.id_data, LE64(di->i_size),
+			    why, whylen);
+		return 0;
+	}
+	switch (mode & S_IFMT) {
+	case S_IFCHR: case S_IFBLK: case S_IFIFO: case S_IFSOCK:
+		return 0;	/* id2 is unused */
+	case S_IFLNK:
+		if (LE32(di->i_clusters) == 0) {
+			/* fast symlink: the target sits in id2 */
+			if (LE64(di->i_size) >= (uint64_t)ocfs2_fast_symlink_chars(bs)) {
+				snprintf(why, whylen, "fast symlink of impossible length %llu",
+				    (unsigned long long)LE64(di->i_size));
+				return -1;
+			}
+			return 0;
+		}
+		break;
+	case S_IFREG: case S_IFDIR: case 0:
+		break;	/* mode 0: system files (journal, heartbeat, ...) */
+	default:
+		snprintf(why, whylen, "impossible mode %#o", mode);
+		return -1;
+	}
+	return extent_list_check(fs, &di->id2.i_list, ocfs2_extent_recs_per_inode(bs),
+	    why, whylen);
+}
+
+static int
+validate_extent_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_extent_block *eb,
+    char *why, size_t whylen)
+{
+	if (check_header(fs, blkno, OCFS2_EXTENT_BLOCK_SIGNATURE, eb->h_signature,
+	    LE64(eb->h_blkno), LE32(eb->h_fs_generation), why, whylen) == -1)
+		return -1;
+	return extent_list_check(fs, &eb->h_list,
+	    ocfs2_extent_recs_per_eb(fs->vol.block_bytes), why, whylen);
+}
+
+static int
+validate_group(struct fsd *fs, uint64_t blkno, const struct ocfs2_group_desc *gd,
+    char *why, size_t whylen)
+{
+	unsigned max = fs->vol.block_bytes - offsetof(struct ocfs2_group_desc, bg_bitmap);
+
+	if (check_header(fs, blkno, OCFS2_GROUP_DESC_SIGNATURE, gd->bg_signature,
+	    LE64(gd->bg_blkno), LE32(gd->bg_generation), why, whylen) == -1)
+		return -1;
+	if (LE16(gd->bg_size) > max || LE16(gd->bg_bits) > 8u * LE16(gd->bg_size) ||
+	    LE16(gd->bg_free_bits_count) > LE16(gd->bg_bits)) {
+		snprintf(why, whylen, "impossible group (size %u, bits %u, free %u)",
+		    LE16(gd->bg_size), LE16(gd->bg_bits), LE16(gd->bg_free_bits_count));
+		return -1;
+	}
+	return 0;
+}
+
+int
+block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t *data,
+    char *why, size_t whylen)
+{
+	switch (type) {
+	case BLK_INODE:
+		return validate_inode(fs, blkno, (const void *)data, why, whylen);
+	case BLK_EXTENT:
+		return validate_extent_block(fs, blkno, (const void *)data, why, whylen);
+	case BLK_GROUP:
+		return validate_group(fs, blkno, (const void *)data, why, whylen);
+	case BLK_DIR:
+		return dir_block_check(data, fs->vol.block_bytes, why, whylen);
+	case BLK_RAW:
+	case BLK_NTYPES:
+		break;
+	}
+	return 0;
+}
+
+/* The cache buffer for blkno, referenced, created if need be. Cache mutex held. */
+static struct fsd_buf *
+buf_get_locked(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_cache *c = &fs->cache;
+	struct fsd_buf *b;
+	unsigned h = hash_blk(c, blkno);
+
+	for (b = c->hash[h]; b != NULL; b = b->hnext)
+		if (b->blkno == blkno)
+			break;
+	if (b != NULL) {
+		if (b->refs++ == 0)
+			lru_unlink(b);
+		c->hits++;
+		return b;
+	}
+	b = xcalloc(1, sizeof(*b));
+	b->data = volume_alloc(fs->vol.block_bytes);
+	if (b->data == NULL)
+		fatal("out of memory");
+	b->blkno = blkno;
+	b->refs = 1;
+	pthread_mutex_init(&b->lock, NULL);
+	b->hnext = c->hash[h];
+	c->hash[h] = b;
+	c->nbufs++;
+	c->misses++;
+	cache_shrink(c);
+	return b;
+}
+
+int
+block_new(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **bp)
+{
+	struct fsd_buf *b;
+
+	*bp = NULL;
+	if (blkno <= OCFS2_SUPER_BLOCK_BLKNO || !block_in_volume(fs, blkno, 1))
+		return -EIO;
+	pthread_mutex_lock(&fs->cache.mtx);
+	b = buf_get_locked(fs, blkno);
+	pthread_mutex_unlock(&fs->cache.mtx);
+	/* A fresh block: whatever the disk holds there is garbage. */
+	pthread_mutex_lock(&b->lock);
+	memset(b->data, 0, fs->vol.block_bytes);
+	b->type = type;
+	b->state = BUF_VALID;
+	pthread_mutex_unlock(&b->lock);
+	*bp = b;
+	return 0;
+}
+
+int
+block_read(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **bp)
+{
+	struct fsd_cache *c = &fs->cache;
+	struct fsd_buf *b;
+	char why[160];
+	int rc = 0;
+
+	*bp = NULL;
+	if (blkno <= OCFS2_SUPER_BLOCK_BLKNO && type != BLK_RAW) {
+		fsd_corrupt(fs, blkno, "metadata pointer into the volume header");
+		return -EIO;
+	}
+	if (!block_in_volume(fs, blkno, 1)) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "pointer past the end of the volume (%llu blocks)",
+		    (unsigned long long)fs->nblocks);
+		fsd_corrupt(fs, blkno, msg);
+		return -EIO;
+	}
+	pthread_mutex_lock(&c->mtx);
+	b = buf_get_locked(fs, blkno);
+	pthread_mutex_unlock(&c->mtx);
+
+	pthread_mutex_lock(&b->lock);
+	if (b->state == BUF_EMPTY) {
+		rc = block_io(fs, 0, blkno, 1, b->data);
+		if (rc == 0) {
+			b->type = type;
+			if (block_validate(fs, type, blkno, b->data, why, sizeof(why)) == -1) {
+				fsd_corrupt(fs, blkno, why);
+				b->state = BUF_BAD;
+			} else
+				b->state = BUF_VALID;
+		}
+	} else if (b->state == BUF_VALID && b->type != type) {
+		/*
+		 * The same block read as another type: one of the two
+		 * pointers is wrong. Check the block as what this reader
+		 * expects; don't retype what others rely on.
+		 */
+		if (block_validate(fs, type, blkno, b->data, why, sizeof(why)) == -1) {
+			fsd_corrupt(fs, blkno, why);
+			rc = -EIO;
+		}
+	}
+	if (rc == 0 && b->state == BUF_BAD)
+		rc = -EIO;
+	pthread_mutex_unlock(&b->lock);
+	if (rc != 0) {
+		block_put(fs, b);
+		return rc;
+	}
+	*bp = b;
+	return 0;
+}
+
+void
+block_put(struct fsd *fs, struct fsd_buf *b)
+{
+	struct fsd_cache *c = &fs->cache;
+
+	if (b == NULL)
+		return;
+	pthread_mutex_lock(&c->mtx);
+	if (--b->refs == 0) {
+		if (b->state == BUF_EMPTY) {
+			/* a failed read: don't keep an empty buffer */
+			hash_remove(c, b);
+			buf_free(b);
+		} else {
+			lru_append(c, b);
+			cache_shrink(c);
+		}
+	}
+	pthread_mutex_unlock(&c->mtx);
+}
+
+void
+block_ref(struct fsd *fs, struct fsd_buf *b)
+{
+	pthread_mutex_lock(&fs->cache.mtx);
+	if (b->refs++ == 0)
+		lru_unlink(b);
+	pthread_mutex_unlock(&fs->cache.mtx);
+}
+
+void
+block_forget(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_cache *c = &fs->cache;
+	struct fsd_buf *b;
+
+	pthread_mutex_lock(&c->mtx);
+	for (b = c->hash[hash_blk(c, blkno)]; b != NULL; b = b->hnext) {
+		if (b->blkno != blkno)
+			continue;
+		if (b->refs == 0) {
+			lru_unlink(b);
+			hash_remove(c, b);
+			buf_free(b);
+		} else {
+			/* in use: the next reader after the last put re-reads */
+			pthread_mutex_lock(&b->lock);
+			b->state = BUF_EMPTY;
+			pthread_mutex_unlock(&b->lock);
+		}
+		break;
+	}
+	pthread_mutex_unlock(&c->mtx);
+}

@@ -1,0 +1,101 @@
+/*
+ * File data: read straight from the device into an aligned buffer with
+ * O_DIRECT, one request per contiguous run of the extent tree. Data is
+ * not cached here; the kernel's page cache above FUSE does that, and
+ * dropping it is how another node's writes become visible (issue 7).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#include "fsd.h"
+
+int
+data_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off, size_t size,
+    void **basep, const char **outp, size_t *outlen)
+{
+	unsigned bs = fs->vol.block_bytes;
+	uint64_t isize = LE64(di->i_size), end, first, nblk, lblk, n;
+	struct fsd_extent ex;
+	uint8_t *buf;
+	int rc;
+
+	*basep = NULL;
+	*outp = NULL;
+	*outlen = 0;
+	if (off >= isize || size == 0)
+		return 0;
+	end = isize - off < size ? isize : off + size;
+	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL) {
+		if ((buf = malloc(end - off)) == NULL)
+			return -ENOMEM;
+		memcpy(buf, di->id2.i_data.id_data + off, end - off);
+		*basep = buf;
+		*outp = (const char *)buf;
+		*outlen = end - off;
+		return 0;
+	}
+	first = off >> fs->bbits;
+	nblk = ((end - 1) >> fs->bbits) - first + 1;
+	/* every block is read or zeroed below: no need to clear it first */
+	if ((buf = io_alloc(nblk * bs)) == NULL)
+		return -ENOMEM;
+	for (lblk = first; lblk < first + nblk; lblk += n) {
+		rc = extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, lblk, &ex);
+		if (rc != 0)
+			goto fail;
+		n = first + nblk - lblk;
+		if (ex.nblocks < n)
+			n = ex.nblocks;
+		if (n == 0) {
+			rc = -EIO;	/* extent_map never returns an empty run */
+			goto fail;
+		}
+		if (ex.pblk == 0 || ex.unwritten)
+			memset(buf + (lblk - first) * bs, 0, n * bs);
+		else if ((rc = block_io(fs, 0, ex.pblk, (unsigned)n,
+		    buf + (lblk - first) * bs)) != 0)
+			goto fail;
+	}
+	*basep = buf;
+	*outp = (const char *)buf + (off - (first << fs->bbits));
+	*outlen = end - off;
+	return 0;
+fail:
+	free(buf);
+	return rc;
+}
+
+int
+data_readlink(struct fsd *fs, const struct ocfs2_dinode *di, char *out, size_t outlen)
+{
+	uint64_t len = LE64(di->i_size);
+	const char *p;
+	size_t got;
+	void *base;
+	int rc;
+
+	if (len == 0 || len >= outlen) {
+		fsd_corrupt(fs, LE64(di->i_blkno), "symlink of impossible length");
+		return -EIO;
+	}
+	if (LE32(di->i_clusters) == 0 && !(LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL)) {
+		/* fast symlink: length bounded by block validation */
+		memcpy(out, di->id2.i_symlink, len);
+		out[len] = '\0';
+		return 0;
+	}
+	if ((rc = data_read(fs, di, 0, len, &base, &p, &got)) != 0)
+		return rc;
+	if (got != len) {
+		free(base);
+		return -EIO;
+	}
+	memcpy(out, p, len);
+	out[len] = '\0';
+	free(base);
+	return 0;
+}

@@ -1,0 +1,576 @@
+/*
+ * Directories (ondisk.md §5): blocks of variable-length entries that
+ * tile each block exactly, or one inline area inside the inode. An
+ * entry's position (byte offset in the directory) is its readdir cookie:
+ * resuming walks the block from its start to the first entry at or after
+ * the cookie, so offsets stay valid while entries come and go.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+#include "fsd.h"
+
+int
+dir_block_check(const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+	const struct ocfs2_dir_entry *de;
+	size_t off = 0;
+	unsigned rec;
+
+	while (off < len) {
+		if (len - off < OCFS2_DIR_REC_LEN(1)) {
+			snprintf(why, whylen, "directory entry at offset %zu runs past the end", off);
+			return -1;
+		}
+		de = (const struct ocfs2_dir_entry *)(p + off);
+		rec = LE16(de->rec_len);
+		if (rec < OCFS2_DIR_REC_LEN(1) || rec % 4 != 0 || rec > len - off ||
+		    (de->inode != 0 && rec < OCFS2_DIR_REC_LEN(de->name_len))) {
+			snprintf(why, whylen, "directory entry at offset %zu has impossible "
+			    "length %u (name length %u)", off, rec, de->name_len);
+			return -1;
+		}
+		if (de->inode != 0 && de->name_len == 0) {
+			snprintf(why, whylen, "directory entry at offset %zu has an empty name", off);
+			return -1;
+		}
+		off += rec;
+	}
+	return 0;
+}
+
+/* Walk the entries of one block (or the inline area) starting at base. */
+static int
+walk_area(const uint8_t *p, size_t len, uint64_t base, uint64_t pos,
+    dir_iter_fn fn, void *arg)
+{
+	const struct ocfs2_dir_entry *de;
+	struct fsd_dirent d;
+	size_t off = 0;
+	int r;
+
+	while (off < len) {
+		de = (const struct ocfs2_dir_entry *)(p + off);
+		d.pos = base + off;
+		off += LE16(de->rec_len);	/* tiling was checked on read */
+		if (de->inode == 0 || d.pos < pos)
+			continue;
+		d.ino = LE64(de->inode);
+		d.type = de->file_type;
+		d.name_len = de->name_len;
+		memcpy(d.name, de->name, de->name_len);
+		d.name[de->name_len] = '\0';
+		d.next = base + off;
+		if ((r = fn(arg, &d)) != 0)
+			return r;
+	}
+	return 0;
+}
+
+int
+dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
+    dir_iter_fn fn, void *arg)
+{
+	unsigned bs = fs->vol.block_bytes;
+	uint64_t size = LE64(di->i_size), nblocks, lblk, blkno = LE64(di->i_blkno);
+	struct fsd_extent ex = { 0, 0, 0 };
+	uint64_t ex_start = 0;
+	struct fsd_buf *b;
+	char why[96];
+	int r;
+
+	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL)
+		return walk_area(di->id2.i_data.id_data, size, 0, pos, fn, arg);
+	if (size % bs != 0) {
+		snprintf(why, sizeof(why), "directory size %llu is not whole blocks",
+		    (unsigned long long)size);
+		fsd_corrupt(fs, blkno, why);
+		return -EIO;
+	}
+	nblocks = size / bs;
+	for (lblk = pos / bs; lblk < nblocks; lblk++) {
+		if (lblk >= ex_start + ex.nblocks || ex.nblocks == 0) {
+			if ((r = extent_map(fs, blkno, &di->id2.i_list, lblk, &ex)) != 0)
+				return r;
+			ex_start = lblk;
+			if (ex.pblk == 0 || ex.unwritten) {
+				snprintf(why, sizeof(why), "directory has a hole at block %llu",
+				    (unsigned long long)lblk);
+				fsd_corrupt(fs, blkno, why);
+				return -EIO;
+			}
+		}
+		if ((r = block_read(fs, ex.pblk + (lblk - ex_start), BLK_DIR, &b)) != 0)
+			return r;
+		r = walk_area(b->data, bs, lblk * bs, pos, fn, arg);
+		block_put(fs, b);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+struct lookup_arg {
+	const char	*name;
+	size_t		 len;
+	uint64_t	 ino;
+};
+
+static int
+lookup_cb(void *arg, const struct fsd_dirent *d)
+{
+	struct lookup_arg *la = arg;
+
+	if (d->name_len == la->len && memcmp(d->name, la->name, la->len) == 0) {
+		la->ino = d->ino;
+		return 1;
+	}
+	return 0;
+}
+
+/* The entry at byte position pos of a directory, read from its block. */
+static int
+entry_at(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos, struct fsd_buf **bp,
+    const struct ocfs2_dir_entry **dep)
+{
+	struct fsd_extent ex;
+	unsigned bs = fs->vol.block_bytes, off = (unsigned)(pos % bs);
+	int rc;
+
+	if (pos >= LE64(di->i_size) || (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL))
+		return -ENOENT;
+	if ((rc = extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, pos / bs, &ex)) != 0)
+		return rc;
+	if (ex.pblk == 0)
+		return -ENOENT;
+	if ((rc = block_read(fs, ex.pblk, BLK_DIR, bp)) != 0)
+		return rc;
+	*dep = (const struct ocfs2_dir_entry *)((*bp)->data + off);
+	return 0;
+}
+
+static int
+index_cb(void *arg, const struct fsd_dirent *d)
+{
+	dindex_insert(arg, d->name, d->name_len, d->pos);
+	return 0;
+}
+
+/*
+ * Where the index puts name: 1 and *pos, 0 when absent, -1 when there is
+ * no index to ask (no in-memory inode, or an inline directory).
+ */
+static int
+index_find(struct fsd *fs, const struct ocfs2_dinode *di, const char *name, size_t len,
+    uint64_t *pos)
+{
+	struct fsd_inode *ip;
+	int r;
+
+	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL)
+		return -1;
+	if ((ip = inode_find(fs, LE64(di->i_blkno))) == NULL)
+		return -1;
+	pthread_mutex_lock(&ip->dmtx);
+	if (ip->dindex == NULL) {
+		ip->dindex = dindex_new();
+		if (dir_iterate(fs, di, 0, index_cb, ip->dindex) != 0) {
+			dindex_free(ip->dindex);
+			ip->dindex = NULL;
+		}
+	}
+	r = ip->dindex ? dindex_find(ip->dindex, name, len, pos) : -1;
+	pthread_mutex_unlock(&ip->dmtx);
+	inode_put(fs, ip);
+	return r;
+}
+
+void
+dir_index_drop(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_inode *ip;
+
+	if ((ip = inode_find(fs, blkno)) == NULL)
+		return;
+	pthread_mutex_lock(&ip->dmtx);
+	dindex_free(ip->dindex);
+	ip->dindex = NULL;
+	pthread_mutex_unlock(&ip->dmtx);
+	inode_put(fs, ip);
+}
+
+/* Keep an existing index in step with a change (the directory is locked EX). */
+static void
+index_update(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name, size_t len,
+    int64_t pos)
+{
+	struct fsd_inode *ip;
+	uint64_t blkno = LE64(di->i_blkno);
+	unsigned i;
+
+	for (i = 0; i < h->ndirs && h->dirs[i] != blkno; i++)
+		;
+	if (i == h->ndirs && h->ndirs < nitems(h->dirs))
+		h->dirs[h->ndirs++] = blkno;
+	else if (i == h->ndirs) {
+		dir_index_drop(h->fs, blkno);	/* cannot track an abort: rebuild later */
+		return;
+	}
+	if ((ip = inode_find(h->fs, blkno)) == NULL)
+		return;
+	pthread_mutex_lock(&ip->dmtx);
+	if (ip->dindex != NULL) {
+		if (pos < 0)
+			dindex_remove(ip->dindex, name, len);
+		else
+			dindex_insert(ip->dindex, name, len, (uint64_t)pos);
+	}
+	pthread_mutex_unlock(&ip->dmtx);
+	inode_put(h->fs, ip);
+}
+
+int
+dir_lookup(struct fsd *fs, const struct ocfs2_dinode *di, const char *name, size_t len,
+    uint64_t *ino)
+{
+	struct lookup_arg la = { name, len, 0 };
+	const struct ocfs2_dir_entry *de;
+	struct fsd_buf *b;
+	uint64_t pos;
+	int r;
+
+	if (len == 0 || len > OCFS2_MAX_FILENAME_LEN)
+		return -ENOENT;
+	r = index_find(fs, di, name, len, &pos);
+	if (r == 0)
+		return -ENOENT;
+	if (r == 1) {
+		if ((r = entry_at(fs, di, pos, &b, &de)) < 0 && r != -ENOENT)
+			return r;
+		if (r == 0 && de->inode != 0 && de->name_len == len &&
+		    memcmp(de->name, name, len) == 0) {
+			*ino = LE64(de->inode);
+			block_put(fs, b);
+			return 0;
+		}
+		if (r == 0)
+			block_put(fs, b);
+		/* the index was wrong: forget it and look the slow way */
+		dir_index_drop(fs, LE64(di->i_blkno));
+	}
+	r = dir_iterate(fs, di, 0, lookup_cb, &la);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return -ENOENT;
+	*ino = la.ino;
+	return 0;
+}
+
+/* ---- changing directories (inside a handle, directory locked EX) -------- */
+
+/*
+ * Visit every directory block of di with its physical block number; fn
+ * returns nonzero to stop. The last visited block stays referenced in
+ * *bp when fn stops on it.
+ */
+static int
+for_each_block(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from,
+    int (*fn)(void *, struct fsd_buf *, uint64_t), void *arg, struct fsd_buf **bp)
+{
+	uint64_t nblocks = LE64(di->i_size) >> fs->bbits, lblk, ex_start = 0;
+	struct fsd_extent ex = { 0, 0, 0 };
+	struct fsd_buf *b;
+	int r;
+
+	*bp = NULL;
+	for (lblk = from; lblk < nblocks; lblk++) {
+		if (ex.nblocks == 0 || lblk >= ex_start + ex.nblocks) {
+			if ((r = extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, lblk, &ex)) != 0)
+				return r;
+			ex_start = lblk;
+			if (ex.pblk == 0) {
+				fsd_corrupt(fs, LE64(di->i_blkno), "directory has a hole");
+				return -EIO;
+			}
+		}
+		if ((r = block_read(fs, ex.pblk + (lblk - ex_start), BLK_DIR, &b)) != 0)
+			return r;
+		if ((r = fn(arg, b, lblk)) != 0) {
+			*bp = b;
+			return r;
+		}
+		block_put(fs, b);
+	}
+	return 0;
+}
+
+struct find_arg {
+	const char	*name;
+	size_t		 len;
+	unsigned	 bs;
+	unsigned	 off, prev;	/* entry found and the one before it (or ~0) */
+};
+
+static int
+find_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
+{
+	struct find_arg *fa = arg;
+	const struct ocfs2_dir_entry *de;
+	unsigned off = 0, prev = ~0u;
+
+	(void)lblk;
+	while (off < fa->bs) {
+		de = (const struct ocfs2_dir_entry *)(b->data + off);
+		if (de->inode != 0 && de->name_len == fa->len &&
+		    memcmp(de->name, fa->name, fa->len) == 0) {
+			fa->off = off;
+			fa->prev = prev;
+			return 1;
+		}
+		prev = off;
+		off += LE16(de->rec_len);
+	}
+	return 0;
+}
+
+/* Find name's block: straight from the index when it knows, else by a scan. */
+static int
+find_entry(struct fsd *fs, const struct ocfs2_dinode *di, struct find_arg *fa, struct fsd_buf **bp)
+{
+	uint64_t pos;
+	int r;
+
+	if (index_find(fs, di, fa->name, fa->len, &pos) == 1) {
+		/* names are unique: any match is the entry */
+		if ((r = for_each_block(fs, di, pos / fa->bs, find_cb, fa, bp)) != 0)
+			return r;
+		dir_index_drop(fs, LE64(di->i_blkno));
+	}
+	return for_each_block(fs, di, 0, find_cb, fa, bp);
+}
+
+int
+dir_remove(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name, size_t len)
+{
+	struct find_arg fa = { name, len, h->fs->vol.block_bytes, 0, 0 };
+	struct ocfs2_dir_entry *de, *pde;
+	struct fsd_buf *b;
+	int r;
+
+	r = find_entry(h->fs, di, &fa, &b);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return -ENOENT;
+	if ((r = journal_access(h, b)) == 0) {
+		de = (struct ocfs2_dir_entry *)(b->data + fa.off);
+		if (fa.prev != ~0u) {
+			/* fold it into the entry before, as the kernel does */
+			pde = (struct ocfs2_dir_entry *)(b->data + fa.prev);
+			pde->rec_len = htole16(LE16(pde->rec_len) + LE16(de->rec_len));
+		} else
+			de->inode = 0;
+		journal_dirty(h, b);
+		index_update(h, di, name, len, -1);
+	}
+	block_put(h->fs, b);
+	return r;
+}
+
+int
+dir_retarget(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name,
+    size_t len, uint64_t ino, uint8_t type)
+{
+	struct find_arg fa = { name, len, h->fs->vol.block_bytes, 0, 0 };
+	struct ocfs2_dir_entry *de;
+	struct fsd_buf *b;
+	int r;
+
+	r = find_entry(h->fs, di, &fa, &b);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return -ENOENT;
+	if ((r = journal_access(h, b)) == 0) {
+		de = (struct ocfs2_dir_entry *)(b->data + fa.off);
+		de->inode = htole64(ino);
+		de->file_type = type;
+		journal_dirty(h, b);
+	}
+	block_put(h->fs, b);
+	return r;
+}
+
+struct space_arg {
+	unsigned	need, bs;
+	unsigned	off;
+	uint64_t	lblk;
+};
+
+/* An unused entry big enough, or a live one with enough slack to split. */
+static int
+space_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
+{
+	struct space_arg *sa = arg;
+	const struct ocfs2_dir_entry *de;
+	unsigned off = 0, rec, used;
+
+	while (off < sa->bs) {
+		de = (const struct ocfs2_dir_entry *)(b->data + off);
+		rec = LE16(de->rec_len);
+		used = de->inode ? OCFS2_DIR_REC_LEN(de->name_len) : 0;
+		if (rec >= used + sa->need) {
+			sa->off = off;
+			sa->lblk = lblk;
+			return 1;
+		}
+		off += rec;
+	}
+	return 0;
+}
+
+static unsigned
+put_entry(uint8_t *blk, unsigned off, uint64_t ino, const char *name, size_t len, uint8_t type)
+{
+	struct ocfs2_dir_entry *de = (struct ocfs2_dir_entry *)(blk + off);
+	unsigned rec = LE16(de->rec_len), used;
+
+	if (de->inode != 0) {
+		/* split: the old entry keeps what it needs, we take the rest */
+		used = OCFS2_DIR_REC_LEN(de->name_len);
+		de->rec_len = htole16(used);
+		de = (struct ocfs2_dir_entry *)(blk + off + used);
+		rec -= used;
+	}
+	de->inode = htole64(ino);
+	de->rec_len = htole16(rec);
+	de->name_len = (uint8_t)len;
+	de->file_type = type;
+	memcpy(de->name, name, len);
+	return (unsigned)((uint8_t *)de - blk);
+}
+
+/* Grow the directory by one block (a new cluster when the last is full). */
+static int
+dir_extend(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
+	uint64_t size = LE64(di->i_size), lblk = size >> fs->bbits;
+	struct ocfs2_dir_entry *de;
+	struct fsd_extent ex;
+	uint32_t start;
+	unsigned got;
+	int rc;
+
+	if ((rc = journal_access(h, dib)) != 0)
+		return rc;
+	if (size >= ((uint64_t)LE32(di->i_clusters) << fs->cbits)) {
+		rc = la_claim(h, 0, 1, 1, &start, &got);
+		if (rc == 0)
+			rc = extent_append(h, dib, LE32(di->i_clusters),
+			    (uint64_t)start << (fs->cbits - fs->bbits), 1);
+		if (rc != 0)
+			return rc;
+	}
+	if ((rc = extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, lblk, &ex)) != 0)
+		return rc;
+	if (ex.pblk == 0)
+		return -EIO;
+	if ((rc = block_new(fs, ex.pblk, BLK_DIR, bp)) != 0)
+		return rc;
+	if ((rc = journal_access(h, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
+	de = (struct ocfs2_dir_entry *)(*bp)->data;
+	de->rec_len = htole16(fs->vol.block_bytes);
+	di->i_size = htole64(size + fs->vol.block_bytes);
+	journal_dirty(h, dib);
+	return 0;
+}
+
+int
+dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len, uint64_t ino,
+    uint8_t type)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)dib->data;
+	struct space_arg sa = { OCFS2_DIR_REC_LEN(len), h->fs->vol.block_bytes, 0, 0 };
+	uint64_t nblocks = LE64(di->i_size) >> h->fs->bbits;
+	struct fsd_buf *b;
+	unsigned off;
+	int r = 0;
+
+	/* The last block first: directories mostly grow at the end. */
+	if (nblocks > 0)
+		r = for_each_block(h->fs, di, nblocks - 1, space_cb, &sa, &b);
+	if (r == 0)
+		r = for_each_block(h->fs, di, 0, space_cb, &sa, &b);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		sa.lblk = LE64(di->i_size) >> h->fs->bbits;
+		if ((r = dir_extend(h, dib, &b)) != 0)
+			return r;
+		sa.off = 0;
+	} else if ((r = journal_access(h, b)) != 0) {
+		block_put(h->fs, b);
+		return r;
+	}
+	off = put_entry(b->data, sa.off, ino, name, len, type);
+	journal_dirty(h, b);
+	block_put(h->fs, b);
+	index_update(h, di, name, len, (int64_t)(sa.lblk * h->fs->vol.block_bytes + off));
+	return 0;
+}
+
+int
+dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
+	struct ocfs2_dir_entry *de;
+	struct fsd_buf *b;
+	int rc;
+
+	if ((rc = dir_extend(h, dib, &b)) != 0)
+		return rc;
+	de = (struct ocfs2_dir_entry *)b->data;
+	de->inode = di->i_blkno;
+	de->rec_len = htole16(OCFS2_DIR_REC_LEN(1));
+	de->name_len = 1;
+	de->file_type = OCFS2_FT_DIR;
+	de->name[0] = '.';
+	de = (struct ocfs2_dir_entry *)(b->data + OCFS2_DIR_REC_LEN(1));
+	de->inode = htole64(parent);
+	de->rec_len = htole16(fs->vol.block_bytes - OCFS2_DIR_REC_LEN(1));
+	de->name_len = 2;
+	de->file_type = OCFS2_FT_DIR;
+	memcpy(de->name, "..", 2);
+	journal_dirty(h, b);
+	block_put(fs, b);
+	return 0;
+}
+
+static int
+empty_cb(void *arg, const struct fsd_dirent *d)
+{
+	(void)arg;
+	if ((d->name_len == 1 && d->name[0] == '.') ||
+	    (d->name_len == 2 && d->name[0] == '.' && d->name[1] == '.'))
+		return 0;
+	return 1;
+}
+
+int
+dir_is_empty(struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	int r = dir_iterate(fs, di, 0, empty_cb, NULL);
+
+	return r < 0 ? r : r == 0;
+}

@@ -1,0 +1,528 @@
+/*
+ * Extent trees (ondisk.md §3): the root list lives in the inode (or
+ * another container), interior records point at extent blocks one level
+ * down, leaf records map clusters. Lookups walk one path from the root,
+ * checking at each step what the kernel and fsck rely on (depth,
+ * bounds, alignment), so a damaged tree gives EIO instead of a wild read.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+#include "fsd.h"
+
+/* The kernel's OCFS2_MAX_PATH_DEPTH: deeper trees are never built. */
+#define EXTENT_MAX_DEPTH	5
+
+int
+extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned capacity,
+    char *why, size_t whylen)
+{
+	unsigned depth = LE16(el->l_tree_depth), count = LE16(el->l_count);
+	unsigned used = LE16(el->l_next_free_rec), i;
+	uint64_t prev_end = 0, blk, len;
+	const struct ocfs2_extent_rec *r;
+
+	if (count > capacity || used > count || depth > EXTENT_MAX_DEPTH) {
+		snprintf(why, whylen, "impossible extent list (depth %u, count %u of %u, used %u)",
+		    depth, count, capacity, used);
+		return -1;
+	}
+	for (i = 0; i < used; i++) {
+		r = &el->l_recs[i];
+		blk = LE64(r->e_blkno);
+		if (depth == 0) {
+			len = LE16(r->e_leaf_clusters);
+			if (len == 0)
+				continue;	/* an empty leftmost record */
+			if (blk % fs->bpc != 0) {
+				snprintf(why, whylen, "extent %u starts at unaligned block %llu",
+				    i, (unsigned long long)blk);
+				return -1;
+			}
+			if (blk <= OCFS2_SUPER_BLOCK_BLKNO ||
+			    !block_in_volume(fs, blk, len * fs->bpc)) {
+				snprintf(why, whylen, "extent %u (%llu clusters at block %llu) "
+				    "is outside the volume", i, (unsigned long long)len,
+				    (unsigned long long)blk);
+				return -1;
+			}
+		} else {
+			len = LE32(r->e_int_clusters);
+			if (blk <= OCFS2_SUPER_BLOCK_BLKNO || !block_in_volume(fs, blk, 1)) {
+				snprintf(why, whylen, "extent record %u points outside the "
+				    "volume (block %llu)", i, (unsigned long long)blk);
+				return -1;
+			}
+		}
+		if (LE32(r->e_cpos) < prev_end) {
+			snprintf(why, whylen, "extent record %u (cpos %u) overlaps the one before",
+			    i, LE32(r->e_cpos));
+			return -1;
+		}
+		prev_end = (uint64_t)LE32(r->e_cpos) + len;
+	}
+	return 0;
+}
+
+int
+extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
+    uint64_t lblk, struct fsd_extent *ex)
+{
+	uint64_t cpos = lblk >> (fs->cbits - fs->bbits);
+	uint64_t inoff = lblk & (fs->bpc - 1);
+	uint64_t limit = UINT32_MAX, child, start, len;
+	struct fsd_buf *b = NULL, *nb;
+	const struct ocfs2_extent_rec *r;
+	unsigned depth = LE16(el->l_tree_depth), want, i, used;
+	int found, rc;
+	char why[128];
+
+	memset(ex, 0, sizeof(*ex));
+	for (;;) {
+		used = LE16(el->l_next_free_rec);
+		if (depth == 0)
+			break;
+		/* The interior record with the largest e_cpos <= cpos. */
+		found = -1;
+		for (i = 0; i < used; i++) {
+			r = &el->l_recs[i];
+			if (LE32(r->e_cpos) > cpos) {
+				if (LE32(r->e_cpos) < limit)
+					limit = LE32(r->e_cpos);
+				break;
+			}
+			found = (int)i;
+		}
+		if (found < 0) {
+			/* before the first subtree: a hole */
+			len = (used ? LE32(el->l_recs[0].e_cpos) : limit) - cpos;
+			ex->nblocks = len * fs->bpc - inoff;
+			block_put(fs, b);
+			return 0;
+		}
+		child = LE64(el->l_recs[found].e_blkno);
+		want = depth - 1;
+		rc = block_read(fs, child, BLK_EXTENT, &nb);
+		block_put(fs, b);
+		if (rc != 0)
+			return rc;
+		b = nb;
+		el = &((const struct ocfs2_extent_block *)b->data)->h_list;
+		if (LE16(el->l_tree_depth) != want) {
+			snprintf(why, sizeof(why), "extent block of inode %llu has depth %u, "
+			    "expected %u", (unsigned long long)owner,
+			    LE16(el->l_tree_depth), want);
+			fsd_corrupt(fs, child, why);
+			block_put(fs, b);
+			return -EIO;
+		}
+		depth = want;
+	}
+	for (i = 0; i < used; i++) {
+		r = &el->l_recs[i];
+		start = LE32(r->e_cpos);
+		len = LE16(r->e_leaf_clusters);
+		if (len == 0)
+			continue;
+		if (cpos < start) {
+			if (start < limit)
+				limit = start;
+			break;
+		}
+		if (cpos < start + len) {
+			ex->pblk = LE64(r->e_blkno) + (cpos - start) * fs->bpc + inoff;
+			ex->nblocks = (start + len - cpos) * fs->bpc - inoff;
+			ex->unwritten = (r->e_flags & OCFS2_EXT_UNWRITTEN) != 0;
+			block_put(fs, b);
+			return 0;
+		}
+	}
+	ex->nblocks = (limit - cpos) * fs->bpc - inoff;
+	block_put(fs, b);
+	return 0;
+}
+
+/* ---- changing trees (inside a handle) ---------------------------------- */
+
+/* Clusters a record covers, at either kind of level. */
+static uint32_t
+rec_clusters(const struct ocfs2_extent_list *el, const struct ocfs2_extent_rec *r)
+{
+	return LE16(el->l_tree_depth) ? LE32(r->e_int_clusters) : LE16(r->e_leaf_clusters);
+}
+
+/* The rightmost path: bufs[0] is the root's container, bufs[depth] the leaf. */
+struct xpath {
+	struct fsd_buf			*b[EXTENT_MAX_DEPTH + 1];
+	struct ocfs2_extent_list	*el[EXTENT_MAX_DEPTH + 1];
+	unsigned			 depth;
+};
+
+static void
+path_put(struct fsd *fs, struct xpath *p)
+{
+	unsigned i;
+
+	for (i = 1; i <= p->depth; i++)
+		block_put(fs, p->b[i]);
+	memset(p, 0, sizeof(*p));
+}
+
+static int
+rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel,
+    struct xpath *p)
+{
+	struct ocfs2_extent_list *el = rel;
+	unsigned i, n;
+	uint64_t child;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->b[0] = root;
+	p->el[0] = rel;
+	p->depth = LE16(rel->l_tree_depth);
+	for (i = 1; i <= p->depth; i++) {
+		n = LE16(el->l_next_free_rec);
+		if (n == 0) {
+			fsd_corrupt(fs, p->b[i - 1]->blkno, "interior extent list is empty");
+			p->depth = i - 1;
+			path_put(fs, p);
+			return -EIO;
+		}
+		child = LE64(el->l_recs[n - 1].e_blkno);
+		if ((rc = block_read(fs, child, BLK_EXTENT, &p->b[i])) != 0) {
+			p->depth = i - 1;
+			path_put(fs, p);
+			return rc;
+		}
+		el = &((struct ocfs2_extent_block *)p->b[i]->data)->h_list;
+		if (LE16(el->l_tree_depth) != p->depth - i) {
+			fsd_corrupt(fs, child, "extent block at the wrong depth");
+			p->depth = i;
+			path_put(fs, p);
+			return -EIO;
+		}
+		p->el[i] = el;
+	}
+	return 0;
+}
+
+/* A new extent block from our slot's extent_alloc, formatted at depth. */
+static int
+new_extent_block(struct fsd_handle *h, unsigned depth, struct fsd_buf **bp)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_extent_block *eb;
+	uint64_t blkno, group;
+	uint16_t bit;
+	int rc;
+
+	if ((rc = suballoc_claim(h, fs->slots[fs->slot].extent_alloc, &blkno, &group, &bit)) != 0)
+		return rc;
+	if ((rc = block_new(fs, blkno, BLK_EXTENT, bp)) != 0)
+		return rc;
+	if ((rc = journal_access(h, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
+	eb = (struct ocfs2_extent_block *)(*bp)->data;
+	memcpy(eb->h_signature, OCFS2_EXTENT_BLOCK_SIGNATURE, sizeof(OCFS2_EXTENT_BLOCK_SIGNATURE));
+	eb->h_suballoc_slot = htole16((uint16_t)fs->slot);
+	eb->h_suballoc_bit = htole16(bit);
+	eb->h_fs_generation = htole32(fs->fs_generation);
+	eb->h_blkno = htole64(blkno);
+	eb->h_suballoc_loc = htole64(group);
+	eb->h_list.l_tree_depth = htole16(depth);
+	eb->h_list.l_count = htole16(ocfs2_extent_recs_per_eb(fs->vol.block_bytes));
+	journal_dirty(h, *bp);
+	return 0;
+}
+
+static int
+free_extent_block(struct fsd_handle *h, struct fsd_buf *b)
+{
+	const struct ocfs2_extent_block *eb = (const struct ocfs2_extent_block *)b->data;
+	unsigned slot = LE16(eb->h_suballoc_slot);
+	uint64_t group = LE64(eb->h_suballoc_loc);
+
+	if (slot >= h->fs->vol.max_slots) {
+		fsd_corrupt(h->fs, b->blkno, "extent block from an impossible slot");
+		return -EIO;
+	}
+	if (group == 0)
+		group = b->blkno - LE16(eb->h_suballoc_bit);
+	return suballoc_free(h, h->fs->slots[slot].extent_alloc, group, LE16(eb->h_suballoc_bit));
+}
+
+/* Bring every interior record on the rightmost path up to date, bottom up. */
+static void
+path_fix_interior(struct xpath *p)
+{
+	struct ocfs2_extent_list *el, *child;
+	struct ocfs2_extent_rec *r, *last;
+	unsigned i, n, cn;
+	uint64_t end;
+
+	for (i = p->depth; i-- > 0;) {
+		el = p->el[i];
+		child = p->el[i + 1];
+		n = LE16(el->l_next_free_rec);
+		cn = LE16(child->l_next_free_rec);
+		r = &el->l_recs[n - 1];
+		if (cn == 0) {
+			r->e_int_clusters = 0;
+			continue;
+		}
+		last = &child->l_recs[cn - 1];
+		end = (uint64_t)LE32(last->e_cpos) + rec_clusters(child, last);
+		r->e_int_clusters = htole32((uint32_t)(end - LE32(r->e_cpos)));
+	}
+}
+
+static int
+path_access(struct fsd_handle *h, struct xpath *p)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i <= p->depth; i++)
+		if ((rc = journal_access(h, p->b[i])) != 0)
+			return rc;
+	return 0;
+}
+
+static void
+path_dirty(struct fsd_handle *h, struct xpath *p)
+{
+	unsigned i;
+
+	for (i = 0; i <= p->depth; i++)
+		journal_dirty(h, p->b[i]);
+}
+
+int
+extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t pblk,
+    uint32_t clusters)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct ocfs2_extent_list *root = &di->id2.i_list, *leaf, *el;
+	struct ocfs2_extent_rec *r;
+	struct fsd_buf *nb[EXTENT_MAX_DEPTH + 1], *sb;
+	struct xpath p;
+	unsigned n, lvl, i, k, target;
+	int rc;
+
+	while (clusters > 0) {
+		/* a leaf record holds at most 65535 clusters */
+		uint32_t chunk = clusters > 65535 ? 65535 : clusters;
+
+		if ((rc = rightmost_path(fs, ib, root, &p)) != 0)
+			return rc;
+		if ((rc = path_access(h, &p)) != 0)
+			goto out;
+		leaf = p.el[p.depth];
+		n = LE16(leaf->l_next_free_rec);
+		r = n ? &leaf->l_recs[n - 1] : NULL;
+		if (r != NULL && LE16(r->e_leaf_clusters) == 0) {
+			/* an empty leftmost record: reuse it */
+			r->e_cpos = htole32(cpos);
+			r->e_blkno = htole64(pblk);
+			r->e_leaf_clusters = htole16((uint16_t)chunk);
+			r->e_flags = 0;
+		} else if (r != NULL && r->e_flags == 0 &&
+		    LE32(r->e_cpos) + LE16(r->e_leaf_clusters) == cpos &&
+		    LE64(r->e_blkno) + (uint64_t)LE16(r->e_leaf_clusters) * fs->bpc == pblk &&
+		    LE16(r->e_leaf_clusters) + chunk <= 65535) {
+			r->e_leaf_clusters = htole16((uint16_t)(LE16(r->e_leaf_clusters) + chunk));
+		} else if (n < LE16(leaf->l_count)) {
+			r = &leaf->l_recs[n];
+			memset(r, 0, sizeof(*r));
+			r->e_cpos = htole32(cpos);
+			r->e_blkno = htole64(pblk);
+			r->e_leaf_clusters = htole16((uint16_t)chunk);
+			leaf->l_next_free_rec = htole16(n + 1);
+		} else {
+			/* The leaf is full: find the lowest level with room. */
+			for (lvl = p.depth; lvl-- > 0;)
+				if (LE16(p.el[lvl]->l_next_free_rec) < LE16(p.el[lvl]->l_count))
+					break;
+			if (lvl == (unsigned)-1) {
+				/*
+				 * Every level is full: move the root's list into
+				 * a new block one level down (§3.3 step 3).
+				 */
+				if (p.depth >= EXTENT_MAX_DEPTH) {
+					rc = -EFBIG;
+					goto out;
+				}
+				if ((rc = new_extent_block(h, p.depth, &sb)) != 0)
+					goto out;
+				el = &((struct ocfs2_extent_block *)sb->data)->h_list;
+				k = LE16(root->l_next_free_rec);
+				memcpy(el->l_recs, root->l_recs, k * sizeof(*r));
+				el->l_next_free_rec = htole16(k);
+				if (p.depth == 0) {
+					di->i_last_eb_blk = htole64(sb->blkno);
+				}
+				memset(root->l_recs, 0, LE16(root->l_count) * sizeof(*r));
+				root->l_tree_depth = htole16(p.depth + 1);
+				root->l_next_free_rec = htole16(1);
+				root->l_recs[0].e_cpos = 0;
+				root->l_recs[0].e_blkno = htole64(sb->blkno);
+				path_put(fs, &p);
+				if ((rc = rightmost_path(fs, ib, root, &p)) == 0) {
+					path_fix_interior(&p);
+					path_dirty(h, &p);
+					path_put(fs, &p);
+				}
+				block_put(fs, sb);
+				if (rc != 0)
+					return rc;
+				continue;	/* retry: the root has room now */
+			}
+			/* New blocks for every level below lvl, the leaf last. */
+			memset(nb, 0, sizeof(nb));
+			for (i = lvl + 1; i <= p.depth; i++) {
+				if ((rc = new_extent_block(h, p.depth - i, &nb[i])) != 0) {
+					while (--i > lvl)
+						block_put(fs, nb[i]);
+					goto out;
+				}
+			}
+			for (i = lvl; i <= p.depth; i++) {
+				el = i == lvl ? p.el[lvl] : &((struct ocfs2_extent_block *)nb[i]->data)->h_list;
+				target = LE16(el->l_next_free_rec);
+				r = &el->l_recs[target];
+				memset(r, 0, sizeof(*r));
+				r->e_cpos = htole32(cpos);
+				if (i < p.depth) {
+					r->e_int_clusters = htole32(chunk);
+					r->e_blkno = htole64(nb[i + 1]->blkno);
+				} else {
+					r->e_blkno = htole64(pblk);
+					r->e_leaf_clusters = htole16((uint16_t)chunk);
+				}
+				el->l_next_free_rec = htole16(target + 1);
+			}
+			/* Chain the leaves and point the inode at the new last one. */
+			((struct ocfs2_extent_block *)p.b[p.depth]->data)->h_next_leaf_blk =
+			    htole64(nb[p.depth]->blkno);
+			di->i_last_eb_blk = htole64(nb[p.depth]->blkno);
+			for (i = lvl + 1; i <= p.depth; i++)
+				block_put(fs, nb[i]);
+			/* Levels above lvl now end at the new range. */
+			for (i = lvl; i-- > 0;) {
+				el = p.el[i];
+				r = &el->l_recs[LE16(el->l_next_free_rec) - 1];
+				r->e_int_clusters = htole32(cpos + chunk - LE32(r->e_cpos));
+			}
+			path_dirty(h, &p);
+			path_put(fs, &p);
+			goto next;
+		}
+		path_fix_interior(&p);
+		path_dirty(h, &p);
+		path_put(fs, &p);
+next:
+		di->i_clusters = htole32(LE32(di->i_clusters) + chunk);
+		cpos += chunk;
+		pblk += (uint64_t)chunk * fs->bpc;
+		clusters -= chunk;
+	}
+	return 0;
+out:
+	path_put(fs, &p);
+	return rc;
+}
+
+/*
+ * Make the rightmost path consistent: interior ends, the last leaf ends
+ * the leaf chain and is the inode's i_last_eb_blk.
+ */
+static void
+path_normalize(struct fsd_handle *h, struct ocfs2_dinode *di, struct xpath *p)
+{
+	if (p->depth > 0 && LE16(p->el[p->depth]->l_next_free_rec) > 0) {
+		path_fix_interior(p);
+		((struct ocfs2_extent_block *)p->b[p->depth]->data)->h_next_leaf_blk = 0;
+		di->i_last_eb_blk = htole64(p->b[p->depth]->blkno);
+	}
+	path_dirty(h, p);
+}
+
+int
+extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct ocfs2_extent_list *root = &di->id2.i_list, *leaf, *parent;
+	struct ocfs2_extent_rec *r;
+	struct xpath p;
+	uint32_t start, len, cut;
+	uint64_t blk;
+	unsigned n, i;
+	int rc;
+
+	for (;;) {
+		if ((rc = rightmost_path(fs, ib, root, &p)) != 0)
+			return rc;
+		if ((rc = path_access(h, &p)) != 0)
+			goto out;
+		leaf = p.el[p.depth];
+		n = LE16(leaf->l_next_free_rec);
+		if (n == 0 && p.depth > 0) {
+			/*
+			 * An emptied leaf: free it, and every ancestor it
+			 * leaves empty, dropping each one's record above.
+			 */
+			for (i = p.depth; i >= 1 && LE16(p.el[i]->l_next_free_rec) == 0; i--) {
+				if ((rc = free_extent_block(h, p.b[i])) != 0)
+					goto out;
+				parent = p.el[i - 1];
+				memset(&parent->l_recs[LE16(parent->l_next_free_rec) - 1], 0, sizeof(*r));
+				parent->l_next_free_rec = htole16(LE16(parent->l_next_free_rec) - 1);
+			}
+			if (LE16(root->l_next_free_rec) == 0) {
+				/* nothing left at all: an empty list in the inode */
+				root->l_tree_depth = 0;
+				di->i_last_eb_blk = 0;
+			}
+			path_dirty(h, &p);
+			path_put(fs, &p);
+			continue;
+		}
+		path_normalize(h, di, &p);
+		r = n ? &leaf->l_recs[n - 1] : NULL;
+		if (r != NULL && LE16(r->e_leaf_clusters) == 0) {
+			memset(r, 0, sizeof(*r));
+			leaf->l_next_free_rec = htole16(n - 1);
+			path_put(fs, &p);
+			continue;
+		}
+		if (r == NULL || LE32(r->e_cpos) + LE16(r->e_leaf_clusters) <= keep)
+			break;
+		start = LE32(r->e_cpos);
+		len = LE16(r->e_leaf_clusters);
+		cut = start >= keep ? len : start + len - keep;
+		blk = LE64(r->e_blkno) + (uint64_t)(len - cut) * fs->bpc;
+		/* Freed clusters wait in the truncate log until this commits. */
+		if ((rc = tl_append(h, (uint32_t)(blk >> (fs->cbits - fs->bbits)), cut)) != 0)
+			goto out;
+		if (cut == len) {
+			memset(r, 0, sizeof(*r));
+			leaf->l_next_free_rec = htole16(n - 1);
+		} else
+			r->e_leaf_clusters = htole16((uint16_t)(len - cut));
+		di->i_clusters = htole32(LE32(di->i_clusters) - cut);
+		path_normalize(h, di, &p);
+		path_put(fs, &p);
+	}
+	rc = 0;
+out:
+	path_put(fs, &p);
+	return rc;
+}

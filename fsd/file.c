@@ -1,0 +1,391 @@
+/*
+ * File contents: writes and size changes. max-compat volumes have no
+ * sparse files, so every cluster from 0 to the end of the file is
+ * allocated, and bytes past i_size inside the allocation are whatever
+ * the disk held: whenever i_size grows, the range it exposes is zeroed
+ * first. Data goes to disk in place with O_DIRECT before the commit that
+ * records the new size or extents (ordered mode).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#include "fsd.h"
+
+#define ZERO_CHUNK	(1u << 20)
+
+/*
+ * Each FUSE worker keeps one aligned buffer for writes: a fresh 1 MB
+ * buffer per request costs more in page faults than the copy itself.
+ */
+struct wbuf {
+	uint8_t	*p;
+	size_t	 cap;
+};
+static pthread_key_t	wbuf_key;
+static pthread_once_t	wbuf_once = PTHREAD_ONCE_INIT;
+
+static void
+wbuf_free(void *arg)
+{
+	struct wbuf *w = arg;
+
+	free(w->p);
+	free(w);
+}
+
+static void
+wbuf_init(void)
+{
+	pthread_key_create(&wbuf_key, wbuf_free);
+}
+
+static uint8_t *
+wbuf_get(size_t n)
+{
+	struct wbuf *w;
+
+	pthread_once(&wbuf_once, wbuf_init);
+	if ((w = pthread_getspecific(wbuf_key)) == NULL) {
+		if ((w = calloc(1, sizeof(*w))) == NULL)
+			return NULL;
+		pthread_setspecific(wbuf_key, w);
+	}
+	if (w->cap < n) {
+		free(w->p);
+		w->cap = 0;
+		if ((w->p = io_alloc(n)) == NULL)
+			return NULL;
+		w->cap = n;
+	}
+	return w->p;
+}
+
+/* Read or write whole blocks [lblk, lblk+n) of a file through its extents. */
+static int
+file_blocks(struct fsd *fs, const struct ocfs2_dinode *di, int write, uint64_t lblk,
+    uint64_t n, uint8_t *buf)
+{
+	struct fsd_extent ex;
+	uint64_t k;
+	int rc;
+
+	while (n > 0) {
+		if ((rc = extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, lblk, &ex)) != 0)
+			return rc;
+		k = ex.nblocks < n ? ex.nblocks : n;
+		if (ex.pblk == 0 || k == 0) {
+			fsd_corrupt(fs, LE64(di->i_blkno), "hole inside the allocation of a "
+			    "non-sparse file");
+			return -EIO;
+		}
+		if ((rc = block_io(fs, write, ex.pblk, (unsigned)k, buf)) != 0)
+			return rc;
+		lblk += k;
+		n -= k;
+		buf += k << fs->bbits;
+	}
+	return 0;
+}
+
+/* Allocate clusters so that the file covers at least end bytes. */
+static int
+file_allocate(struct fsd_handle *h, struct fsd_buf *ib, uint64_t end)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	uint64_t want = (end + fs->vol.cluster_bytes - 1) >> fs->cbits, have;
+	struct fsd_extent ex;
+	uint32_t goal = 0, start;
+	unsigned got;
+	int rc;
+
+	if (want > UINT32_MAX)
+		return -EFBIG;
+	while ((have = LE32(di->i_clusters)) < want) {
+		/* right after the file's last cluster, to stay contiguous */
+		if (have > 0) {
+			rc = extent_map(fs, ib->blkno, &di->id2.i_list,
+			    (have << (fs->cbits - fs->bbits)) - 1, &ex);
+			if (rc != 0)
+				return rc;
+			if (ex.pblk != 0)
+				goal = (uint32_t)((ex.pblk >> (fs->cbits - fs->bbits)) + 1);
+		}
+		if ((rc = la_claim(h, goal, 1, (unsigned)(want - have > 65535 ? 65535 :
+		    want - have), &start, &got)) != 0)
+			return rc;
+		if ((rc = extent_append(h, ib, (uint32_t)have,
+		    (uint64_t)start << (fs->cbits - fs->bbits), got)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Write zeros over bytes [from, to) of an allocated range. */
+static int
+file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t to)
+{
+	unsigned bs = fs->vol.block_bytes;
+	uint64_t lblk, nblk;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (from >= to)
+		return 0;
+	if ((buf = volume_alloc(ZERO_CHUNK)) == NULL)
+		return -ENOMEM;
+	if (from % bs != 0) {
+		/* the head block keeps what lies before from */
+		lblk = from >> fs->bbits;
+		if ((rc = file_blocks(fs, di, 0, lblk, 1, buf)) == 0) {
+			uint64_t stop = to < (lblk + 1) * bs ? to : (lblk + 1) * bs;
+
+			memset(buf + from % bs, 0, stop - from);
+			rc = file_blocks(fs, di, 1, lblk, 1, buf);
+			from = stop;
+		}
+		memset(buf, 0, bs);
+	}
+	while (rc == 0 && from + bs <= to) {
+		nblk = (to - from) / bs;
+		if (nblk > ZERO_CHUNK / bs)
+			nblk = ZERO_CHUNK / bs;
+		rc = file_blocks(fs, di, 1, from >> fs->bbits, nblk, buf);
+		from += nblk * bs;
+	}
+	if (rc == 0 && from < to) {
+		/* the tail block keeps what lies after to */
+		lblk = from >> fs->bbits;
+		if ((rc = file_blocks(fs, di, 0, lblk, 1, buf)) == 0) {
+			memset(buf, 0, to - from);
+			rc = file_blocks(fs, di, 1, lblk, 1, buf);
+		}
+	}
+	free(buf);
+	return rc;
+}
+
+/*
+ * The bytes themselves, into clusters already allocated: partial blocks
+ * at either end keep their other bytes (a gap before off was zeroed on
+ * disk by the caller); past the end of the file they get zeros, never
+ * stale memory.
+ */
+static int
+write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
+    const void *data, size_t len)
+{
+	unsigned bs = fs->vol.block_bytes;
+	uint64_t end = off + len, first = off >> fs->bbits, last = (end - 1) >> fs->bbits;
+	uint8_t *buf;
+	int rc;
+
+	if ((buf = wbuf_get((last - first + 1) * bs)) == NULL)
+		return -ENOMEM;
+	if (off % bs != 0 && (rc = file_blocks(fs, di, 0, first, 1, buf)) != 0)
+		return rc;
+	if (end % bs != 0) {
+		if (last * bs < size && (last != first || off % bs == 0)) {
+			if ((rc = file_blocks(fs, di, 0, last, 1, buf + (last - first) * bs)) != 0)
+				return rc;
+		} else if (last * bs >= size)
+			memset(buf + (end - first * bs), 0, (last + 1) * bs - end);
+	}
+	memcpy(buf + off % bs, data, len);
+	return file_blocks(fs, di, 1, first, last - first + 1, buf);
+}
+
+int
+file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const void *data,
+    size_t len)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	uint64_t size = LE64(di->i_size), end = off + len;
+	int rc;
+
+	if (len == 0)
+		return 0;
+	if ((rc = journal_access(h, ib)) != 0 || (rc = file_allocate(h, ib, end)) != 0)
+		return rc;
+	if (off > size && (rc = file_zero(fs, di, size, off)) != 0)
+		return rc;
+	if ((rc = write_data(fs, di, size, off, data, len)) != 0)
+		return rc;
+	if (end > size)
+		di->i_size = htole64(end);
+	journal_dirty(h, ib);
+	return 0;
+}
+
+int
+file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+    int touch_times)
+{
+	struct ocfs2_dinode *di;
+	struct fsd_handle h;
+	struct fsd_buf *ib;
+	int rc;
+
+	if (len == 0)
+		return 0;
+	if (!touch_times) {
+		/*
+		 * Inside the file, with times kept by the kernel (writeback
+		 * cache): no metadata changes, so no transaction; the inode's
+		 * EX lock keeps truncates and extensions out meanwhile.
+		 */
+		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0)
+			return rc;
+		di = (struct ocfs2_dinode *)ib->data;
+		if (S_ISREG(LE16(di->i_mode)) && off + len <= LE64(di->i_size)) {
+			rc = write_data(fs, di, LE64(di->i_size), off, data, len);
+			inode_unlock_block(fs, ip, LKM_EX, ib);
+			return rc;
+		}
+		inode_unlock_block(fs, ip, LKM_EX, ib);
+	}
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	di = (struct ocfs2_dinode *)ib->data;
+	if (!S_ISREG(LE16(di->i_mode)))
+		rc = -EINVAL;
+	else if ((rc = file_write_locked(&h, ib, off, data, len)) == 0 && touch_times) {
+		inode_now(di, 0, 1, 1);
+		journal_dirty(&h, ib);
+	}
+	inode_unlock_block(fs, ip, LKM_EX, ib);
+	journal_stop(&h, rc != 0);
+	return rc;
+}
+
+int
+file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
+{
+	struct ocfs2_dinode *di;
+	struct fsd_handle h;
+	struct fsd_buf *ib;
+	uint64_t size;
+	int rc, again;
+
+	do {
+		again = 0;
+		if ((rc = journal_start(fs, &h)) != 0)
+			return rc;
+		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
+			journal_stop(&h, 1);
+			return rc;
+		}
+		di = (struct ocfs2_dinode *)ib->data;
+		size = LE64(di->i_size);
+		if ((rc = journal_access(&h, ib)) != 0)
+			goto out;
+		if (newsize > size) {
+			if ((rc = file_allocate(&h, ib, newsize)) != 0 ||
+			    (rc = file_zero(fs, di, size, newsize)) != 0)
+				goto out;
+		} else {
+			/*
+			 * Shrink: the size first, then the clusters past it;
+			 * when the truncate log fills, commit what is done,
+			 * flush the log and go on (the new size is already
+			 * in place, so a crash in between is consistent).
+			 */
+			rc = extent_truncate(&h, ib, (uint32_t)((newsize + fs->vol.cluster_bytes - 1)
+			    >> fs->cbits));
+			if (rc == -EAGAIN) {
+				again = 1;
+				rc = 0;
+			}
+			if (rc != 0)
+				goto out;
+		}
+		di->i_size = htole64(newsize);
+		inode_now(di, 0, 1, 1);
+		journal_dirty(&h, ib);
+out:
+		inode_unlock_block(fs, ip, LKM_EX, ib);
+		journal_stop(&h, rc != 0);
+		if (rc == 0 && again)
+			rc = tl_flush(fs);
+	} while (rc == 0 && again);
+	return rc;
+}
+
+int
+file_free_all(struct fsd *fs, struct fsd_inode *ip)
+{
+	struct fsd_handle h;
+	struct fsd_buf *ib;
+	int rc, again;
+
+	do {
+		again = 0;
+		if ((rc = journal_start(fs, &h)) != 0)
+			return rc;
+		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
+			journal_stop(&h, 1);
+			return rc;
+		}
+		if ((rc = journal_access(&h, ib)) == 0) {
+			rc = extent_truncate(&h, ib, 0);
+			if (rc == -EAGAIN) {
+				again = 1;
+				rc = 0;
+			}
+			if (rc == 0) {
+				/* size first: never more bytes than clusters */
+				((struct ocfs2_dinode *)ib->data)->i_size = 0;
+				journal_dirty(&h, ib);
+			}
+		}
+		inode_unlock_block(fs, ip, LKM_EX, ib);
+		journal_stop(&h, rc != 0);
+		if (rc == 0 && again)
+			rc = tl_flush(fs);
+	} while (rc == 0 && again);
+	return rc;
+}
+
+int
+file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size)
+{
+	struct fsd_handle h;
+	struct fsd_buf *ib;
+	uint64_t size;
+	int rc;
+
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
+		return rc;
+	size = LE64(((const struct ocfs2_dinode *)ib->data)->i_size);
+	inode_unlock_block(fs, ip, LKM_PR, ib);
+	/*
+	 * Without unwritten extents, allocated space must hold zeros to be
+	 * readable: growing the size allocates and zeroes (setsize); with
+	 * KEEP_SIZE the clusters are only allocated, and zeroed when a
+	 * later size increase exposes them.
+	 */
+	if (!keep_size)
+		return end > size ? file_setsize(fs, ip, end) : 0;
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	if ((rc = journal_access(&h, ib)) == 0 && (rc = file_allocate(&h, ib, end)) == 0) {
+		inode_now((struct ocfs2_dinode *)ib->data, 0, 0, 1);
+		journal_dirty(&h, ib);
+	}
+	inode_unlock_block(fs, ip, LKM_EX, ib);
+	journal_stop(&h, rc != 0);
+	return rc;
+}

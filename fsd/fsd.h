@@ -1,0 +1,462 @@
+/*
+ * fsd: one OCFS2 volume served through FUSE.
+ *
+ * Layers, bottom up:
+ *   block.c      O_DIRECT block I/O and the metadata block cache; every
+ *                metadata block is validated by type as it enters the cache
+ *   lockres.c    lock resources named as ocfs2_lockid.h names them; every
+ *                access to an inode's metadata holds its META lockres
+ *   journal.c    JBD2 writer: handles (all or nothing), commit, checkpoint
+ *   recovery.c   JBD2 replay of a slot's journal
+ *   slot.c       the slot map
+ *   super.c      mount/unmount: superblock, features, system inodes, the
+ *                read-write session (slot, replay, DIRTY_FL, commit thread)
+ *   alloc.c      global bitmap, suballocators, truncate log
+ *   localalloc.c the slot's local alloc window for data clusters
+ *   inode.c      in-memory inodes (FUSE lookup counts, per-inode locks),
+ *                creating and wiping inodes
+ *   extent.c     extent trees of any depth: mapping, growth, truncation
+ *   dir.c        directory blocks: iteration, lookup, add/remove entries
+ *   dirindex.c   in-memory name index of a directory
+ *   orphan.c     the orphan directory: unlinked-while-used inodes
+ *   data.c       file data reads; file.c file writes and size changes
+ *   ops*.c       FUSE lowlevel handlers; main.c wiring
+ *
+ * Nothing here assumes one node: all per-node state hangs off the slot
+ * we claimed (struct fsd_slot), and metadata is reached through lock
+ * resources so that cluster locks (issue 7) slot in under lockres.c;
+ * block_forget() and dir_index_drop() are what a downconvert must call.
+ */
+#ifndef FSD_H
+#define FSD_H
+
+#include <endian.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "ocfs2_disk.h"
+#include "volume.h"
+
+struct fuse_session;
+
+/* ---- block.c ---------------------------------------------------------- */
+
+/* What a cached block was validated as (its first use decides). */
+enum blk_type {
+	BLK_RAW = 0,	/* no structure: slot map, journal */
+	BLK_INODE,
+	BLK_EXTENT,
+	BLK_GROUP,
+	BLK_DIR,	/* directory block: entries must tile it */
+	BLK_NTYPES
+};
+
+struct fsd_buf {
+	uint64_t	 blkno;
+	uint8_t		*data;		/* one block, O_DIRECT aligned */
+	enum blk_type	 type;
+	int		 refs;		/* protected by the cache mutex */
+	int		 state;		/* BUF_* below, under lock */
+	pthread_mutex_t	 lock;		/* serialises the first read */
+	struct fsd_buf	*hnext;		/* hash chain */
+	struct fsd_buf	*lru_prev, *lru_next;	/* unreferenced buffers only */
+	int		 jrun;		/* in the running transaction (journal mutex) */
+};
+
+#define BUF_EMPTY	0	/* not read yet */
+#define BUF_VALID	1
+#define BUF_BAD		2	/* failed validation; the reason was logged once */
+
+struct fsd_cache {
+	pthread_mutex_t	  mtx;
+	struct fsd_buf	**hash;
+	unsigned	  nhash;
+	unsigned	  nbufs, max_bufs;
+	struct fsd_buf	  lru;		/* list head: lru.next is the oldest */
+	uint64_t	  hits, misses;
+};
+
+/* ---- lockres.c -------------------------------------------------------- */
+
+/* = OCFS2_LOCK_ID_MAX_LEN of ocfs2_lockid.h (checked in lockres.c) */
+#define FSD_LOCK_NAME_LEN	32
+
+/* A lock resource, as dlmglue keeps one per (type, block, generation). */
+struct fsd_lockres {
+	char			name[FSD_LOCK_NAME_LEN];	/* NUL-terminated */
+	pthread_rwlock_t	local;	/* holders on this node */
+};
+
+#define LKM_PR	3	/* dlm modes used (dlmapi.h values) */
+#define LKM_EX	5
+
+/* ---- the mount -------------------------------------------------------- */
+
+/* The system files of one slot. Ours are used now; recovery of another
+ * node's slot (issue 7) walks the same table. */
+struct fsd_slot {
+	uint64_t	journal;
+	uint64_t	local_alloc;
+	uint64_t	truncate_log;
+	uint64_t	orphan_dir;
+	uint64_t	inode_alloc;
+	uint64_t	extent_alloc;
+};
+
+struct fsd_itable;
+struct fsd_journal;
+struct fsd_handle;
+
+struct fsd {
+	struct volume	 vol;
+	int		 readonly;
+	unsigned	 bbits, cbits;		/* log2 block / cluster size */
+	unsigned	 bpc;			/* blocks per cluster */
+	uint32_t	 fs_generation;
+	uint32_t	 clusters;		/* superblock i_clusters */
+	uint64_t	 nblocks;		/* blocks inside whole clusters */
+	uint64_t	 root_blkno, sysdir_blkno;
+	uint64_t	 first_cluster_group;
+	uint8_t		 uuid[OCFS2_VOL_UUID_LEN];
+	uint64_t	 global_bitmap;		/* system inodes (global) */
+	uint64_t	 global_inode_alloc;
+	uint64_t	 slot_map;
+	struct fsd_slot	*slots;			/* max_slots entries */
+	int		 slot;			/* ours, -1 on a read-only mount */
+	struct fsd_cache cache;
+	struct fsd_itable *itable;
+	struct fsd_journal *journal;		/* our slot's, NULL when read-only */
+	unsigned	 node_num;		/* what we write in the slot map */
+	pthread_t	 commit_thread;		/* commits every commit_ms */
+	int		 commit_running, commit_stop;
+	unsigned	 commit_ms;
+	pthread_mutex_t	 commit_mtx;
+	pthread_cond_t	 commit_cv;
+	int		 errors;		/* metadata corruption was seen */
+	pthread_mutex_t	 err_mtx;
+	struct fuse_session *se;
+};
+
+/* block.c */
+int	 cache_init(struct fsd_cache *c, unsigned max_bufs);
+void	 cache_destroy(struct fsd_cache *c);
+/*
+ * Get block blkno validated as type: 0 and *bp referenced, or -errno
+ * (-EIO for corruption, with one logged reason naming the block).
+ */
+int	 block_read(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **bp);
+void	 block_put(struct fsd *fs, struct fsd_buf *b);
+/* A buffer for a block being allocated now: zeroed, no disk read. */
+int	 block_new(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **bp);
+/* One more reference to a buffer already held. */
+void	 block_ref(struct fsd *fs, struct fsd_buf *b);
+/* Forget a cached block (another node changed it; issue 7). */
+void	 block_forget(struct fsd *fs, uint64_t blkno);
+/* Plain block I/O outside the cache (data, journal): -errno on failure. */
+int	 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf);
+/* An O_DIRECT-aligned buffer that is NOT zeroed (large data I/O; free()). */
+void	*io_alloc(size_t bytes);
+/* Is the range [blkno, blkno+count) inside the volume's whole clusters? */
+int	 block_in_volume(struct fsd *fs, uint64_t blkno, uint64_t count);
+/* Validate a block image as type: 0, or -1 with a reason. Pure. */
+int	 block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno,
+	    const uint8_t *data, char *why, size_t whylen);
+/* Record a corruption: logs "block N: why" and marks the mount in error. */
+void	 fsd_corrupt(struct fsd *fs, uint64_t blkno, const char *why);
+
+/* lockres.c */
+enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
+	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN };
+/* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
+void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
+	    uint64_t blkno, uint32_t generation);
+void	 lockres_init(struct fsd_lockres *lr, enum fsd_lock_type type,
+	    uint64_t blkno, uint32_t generation);
+void	 lockres_destroy(struct fsd_lockres *lr);
+/* level is LKM_PR or LKM_EX. */
+int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
+void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
+
+/* super.c */
+struct fsd_mount_opts {
+	int		 readonly;
+	unsigned	 cache_blocks;
+	unsigned	 node_num;
+	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
+};
+int	 super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
+	    char *err, size_t errlen);
+/* Clean unmount: checkpoint, clear DIRTY_FL, free the slot. */
+void	 super_unmount(struct fsd *fs);
+/*
+ * Stop at once without writing anything more (the fencing path, and how
+ * tests simulate a crash): the journal keeps whatever it holds.
+ */
+void	 super_abandon(struct fsd *fs);
+/* Check features: 0, or -1 with the first unsupported feature named in err. */
+int	 super_check_features(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
+	    int readonly, char *err, size_t errlen);
+
+/* inode.c */
+struct dir_index;
+
+struct fsd_inode {
+	uint64_t	 blkno;
+	uint32_t	 generation;
+	uint64_t	 nlookup;	/* FUSE lookup count */
+	unsigned	 pins;		/* internal references */
+	struct fsd_lockres meta;	/* guards the inode block and its tree */
+	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
+	struct dir_index *dindex;	/* directories: names -> positions */
+	struct fsd_inode *hnext;
+};
+
+int	 itable_init(struct fsd *fs);
+void	 itable_destroy(struct fsd *fs);
+/* The in-memory inode for blkno, pinned; reads and checks the block. */
+int	 inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ip);
+void	 inode_put(struct fsd *fs, struct fsd_inode *ip);
+/* The in-memory inode if there is one (pinned), without reading anything. */
+struct fsd_inode *inode_find(struct fsd *fs, uint64_t blkno);
+/* FUSE lookup counting: lookup adds one, forget drops n. */
+void	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
+/* Returns 1 when the kernel no longer knows the inode. */
+int	 inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n);
+/* The inode block, validated, with the META lock held at level. */
+int	 inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp);
+void	 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b);
+void	 inode_to_stat(struct fsd *fs, const struct ocfs2_dinode *di, struct stat *st);
+/* FUSE inode numbers: the root is 1, every other inode its block number. */
+uint64_t fsd_ino_to_blkno(struct fsd *fs, uint64_t ino);
+uint64_t fsd_blkno_to_ino(struct fsd *fs, uint64_t blkno);
+
+/* Inside a handle: a new inode from our slot's inode_alloc (ib referenced). */
+int	 inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid,
+	    uint64_t rdev, struct fsd_buf **ib);
+/* Free an inode whose clusters are gone: clear VALID, set dtime, free its bit. */
+int	 inode_wipe(struct fsd_handle *h, struct fsd_buf *ib);
+/* Stamp the current time into the chosen fields. */
+void	 inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime);
+
+/* extent.c */
+struct fsd_extent {
+	uint64_t	pblk;		/* 0: a hole */
+	uint64_t	nblocks;	/* length of the run from lblk */
+	int		unwritten;	/* reads as zeros */
+};
+/*
+ * Map logical block lblk through the extent list el (in an inode, or any
+ * other root) to a physical run. owner names the root for messages.
+ */
+int	 extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
+	    uint64_t lblk, struct fsd_extent *ex);
+/* Check one extent list against its container's capacity: 0 or -1 + why. */
+int	 extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el,
+	    unsigned capacity, char *why, size_t whylen);
+
+/*
+ * Append clusters [cpos, cpos+clusters) at pblk to the inode's tree (ib:
+ * the inode buffer, accessed in h), growing the tree as the kernel does;
+ * adds to i_clusters.
+ */
+int	 extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t pblk,
+	    uint32_t clusters);
+/*
+ * Drop every cluster at or past keep into the truncate log, freeing
+ * emptied extent blocks; -EAGAIN when the truncate log is full (flush it
+ * in a new handle and call again).
+ */
+int	 extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep);
+
+/* dir.c */
+struct fsd_dirent {
+	uint64_t	ino;
+	uint8_t		type;		/* OCFS2_FT_* */
+	uint8_t		name_len;
+	char		name[OCFS2_MAX_FILENAME_LEN + 1];
+	uint64_t	pos;		/* byte position of this entry */
+	uint64_t	next;		/* position of the entry after it */
+};
+/*
+ * Call fn for each live entry at or after pos; fn returns nonzero to
+ * stop (that value is returned). di is the locked directory inode.
+ */
+typedef int (*dir_iter_fn)(void *arg, const struct fsd_dirent *de);
+int	 dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
+	    dir_iter_fn fn, void *arg);
+/* 0 and *ino, -ENOENT, or -EIO. */
+int	 dir_lookup(struct fsd *fs, const struct ocfs2_dinode *di, const char *name,
+	    size_t len, uint64_t *ino);
+/* Check the entries of one block (or inline area) tile it: 0 or -1 + why. */
+int	 dir_block_check(const uint8_t *p, size_t len, char *why, size_t whylen);
+
+/* Inside a handle, with the directory locked EX (dib: its inode buffer): */
+int	 dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
+	    uint64_t ino, uint8_t type);
+int	 dir_remove(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name,
+	    size_t len);
+/* Point an existing name at another inode (rename over it, "..") */
+int	 dir_retarget(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name,
+	    size_t len, uint64_t ino, uint8_t type);
+/* The first block of a new directory: "." and "..". */
+int	 dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent);
+/* 1 when only "." and ".." are left, 0 if not, -errno. */
+int	 dir_is_empty(struct fsd *fs, const struct ocfs2_dinode *di);
+
+/* Forget a directory's name index (it may be wrong). */
+void	 dir_index_drop(struct fsd *fs, uint64_t blkno);
+
+/* dirindex.c */
+struct dir_index *dindex_new(void);
+void	 dindex_free(struct dir_index *x);
+int	 dindex_find(struct dir_index *x, const char *name, size_t len, uint64_t *pos);
+void	 dindex_insert(struct dir_index *x, const char *name, size_t len, uint64_t pos);
+void	 dindex_remove(struct dir_index *x, const char *name, size_t len);
+
+/* data.c */
+/*
+ * Read up to size bytes at off of the locked inode di into a new
+ * aligned buffer: *outp points at the first byte, *outlen bytes valid,
+ * *basep is what to free(). 0 or -errno.
+ */
+int	 data_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off, size_t size,
+	    void **basep, const char **outp, size_t *outlen);
+/* A symlink's target into buf (NUL-terminated). 0 or -errno. */
+int	 data_readlink(struct fsd *fs, const struct ocfs2_dinode *di, char *buf, size_t buflen);
+
+/* slot.c */
+/* Claim a slot for fs->node_num: ours after a crash, else the first free. */
+int	 slot_claim(struct fsd *fs, char *err, size_t errlen);
+int	 slot_release(struct fsd *fs);
+
+/* journal.c: JBD2 in the slot's journal file (ondisk.md §6) */
+struct jbd2_info {			/* the journal superblock, host order */
+	uint32_t	blocksize, maxlen, first, sequence, start;
+	uint32_t	incompat;
+	uint8_t		uuid[16];
+};
+/* One block to log: its home and its contents. */
+struct jbd2_block {
+	uint64_t	 blkno;
+	const uint8_t	*data;
+};
+/* Log blocks one transaction of n blocks takes (descriptors + copies + commit). */
+unsigned jbd2_txn_blocks(const struct jbd2_info *ji, unsigned n);
+/*
+ * Lay out transaction tid into out (jbd2_txn_blocks() blocks): descriptor
+ * blocks with tags, escaped copies, and the commit block last. Pure.
+ */
+void	 jbd2_build_txn(const struct jbd2_info *ji, uint32_t tid, const struct jbd2_block *b,
+	    unsigned n, uint8_t *out);
+int	 jbd2_parse_super(const uint8_t *blk, unsigned fs_block_bytes, struct jbd2_info *ji,
+	    char *why, size_t whylen);
+void	 jbd2_write_super(uint8_t *blk, const struct jbd2_info *ji);
+
+int	 journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_t errlen);
+void	 journal_close(struct fsd_journal *j);
+/* Read or write journal blocks [lblk, lblk+count) (no wrap). */
+int	 journal_io(struct fsd_journal *j, int write, uint32_t lblk, unsigned count, void *buf);
+const struct jbd2_info *journal_info(struct fsd_journal *j);
+/* Begin logging at the current head: write the journal superblock for this session. */
+int	 journal_load(struct fsd_journal *j);
+/* Set or clear OCFS2_JOURNAL_DIRTY_FL (written in place, synchronously). */
+int	 journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bump_recovery);
+
+/* A handle: one atomic metadata change, all or nothing. */
+struct fsd_handle {
+	struct fsd	 *fs;
+	struct jundo	 *undo;
+	unsigned	  nundo, cap;
+	uint64_t	  dirs[4];	/* directories changed: indexes to drop on abort */
+	unsigned	  ndirs;
+};
+int	 journal_start(struct fsd *fs, struct fsd_handle *h);
+/* Declare intent to modify b (a referenced cache buffer) in this handle. */
+int	 journal_access(struct fsd_handle *h, struct fsd_buf *b);
+/* b was modified: log it with the running transaction. */
+void	 journal_dirty(struct fsd_handle *h, struct fsd_buf *b);
+/* End the handle; with abort set, every accessed buffer is restored. */
+int	 journal_stop(struct fsd_handle *h, int abort);
+/* Make the running transaction durable (fsync, timer, unmount). */
+int	 journal_commit(struct fsd *fs);
+/* Write committed blocks home and free the log. */
+int	 journal_checkpoint(struct fsd *fs);
+/* Checkpoint everything and mark the log empty (s_start 0), for unmount. */
+int	 journal_shutdown(struct fsd *fs);
+
+/* alloc.c (all inside the caller's handle) */
+/* Clusters from the global bitmap: a run of min..want, near goal. */
+int	 alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
+	    uint32_t *start, unsigned *got);
+int	 free_clusters(struct fsd_handle *h, uint32_t start, unsigned count);
+/* One block from a suballocator (inode_alloc / extent_alloc), growing it if full. */
+int	 suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *group,
+	    uint16_t *bit);
+int	 suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_t bit);
+/* The truncate log: free records, append a freed run, flush (own handle). */
+int	 tl_room(struct fsd *fs);
+int	 tl_append(struct fsd_handle *h, uint32_t start, unsigned count);
+int	 tl_flush(struct fsd *fs);
+/* Out of space: flush the truncate log; 1 if that may have freed clusters. */
+int	 fsd_reclaim(struct fsd *fs);
+
+/* localalloc.c */
+/* Data clusters from our slot's window (taking a new one as needed). */
+int	 la_claim(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
+	    uint32_t *start, unsigned *got);
+/* Return the window to the global bitmap (unmount, crash recovery). */
+int	 la_release(struct fsd *fs);
+
+/* recovery.c */
+struct jbd2_log_ops {
+	int	(*read)(void *arg, uint32_t lblk, uint8_t *buf);	/* one log block */
+	int	(*write)(void *arg, uint64_t blkno, const uint8_t *buf);	/* one home block */
+};
+struct jbd2_replay_result {
+	unsigned	transactions;	/* committed transactions replayed */
+	unsigned	blocks;		/* home blocks written */
+	uint32_t	next_sequence;	/* what s_sequence becomes: last committed + 2 */
+};
+/*
+ * Replay the log described by ji (start != 0) the way jbd2 recovery does:
+ * scan to the last committed transaction, gather revokes, write back
+ * every logged block not revoked later. Pure but for ops. 0 or -errno
+ * (-EIO for a malformed log).
+ */
+int	 jbd2_replay(const struct jbd2_info *ji, const struct jbd2_log_ops *ops, void *arg,
+	    uint64_t max_blkno, struct jbd2_replay_result *res, char *why, size_t whylen);
+/* Replay slot's journal if DIRTY_FL says so; *replayed = transactions. */
+int	 recovery_replay_slot(struct fsd *fs, int slot, unsigned *replayed, char *err,
+	    size_t errlen);
+
+/* file.c: each in its own handle */
+/* touch_times: update mtime/ctime (not when the kernel keeps them: writeback cache). */
+int	 file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+	    int touch_times);
+int	 file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize);
+/* The same inside a handle, inode locked EX (slow symlinks use it). */
+int	 file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off,
+	    const void *data, size_t len);
+/* fallocate(2) mode 0 or KEEP_SIZE up to end. */
+int	 file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size);
+/* Drop every cluster of a locked inode, in as many handles as it takes. */
+int	 file_free_all(struct fsd *fs, struct fsd_inode *ip);
+
+/* orphan.c */
+/* Inside a handle: put an inode whose last link went into our orphan dir. */
+int	 orphan_add(struct fsd_handle *h, struct fsd_buf *ib);
+/* Delete an orphaned inode nobody uses any more (own handles). */
+int	 orphan_wipe(struct fsd *fs, uint64_t blkno);
+/* Wipe every inode in slot's orphan dir (mount, unmount). */
+int	 orphan_recover(struct fsd *fs, int slot);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops fsd_ops;
+
+/* Host-endian helpers for the little-endian OCFS2 fields. */
+#define LE16(x)	le16toh(x)
+#define LE32(x)	le32toh(x)
+#define LE64(x)	le64toh(x)
+
+#endif

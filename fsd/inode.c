@@ -1,0 +1,366 @@
+/*
+ * In-memory inodes: one per inode block that FUSE knows about or that an
+ * operation is using. Each carries its META lock resource, through which
+ * every read or change of the inode block and its extent tree goes. The
+ * inode block itself lives in the block cache, not here, so dropping a
+ * cached block (another node changed it) is all it takes to refresh.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+#include "fsd.h"
+
+#define ITABLE_HASH	4096
+
+struct fsd_itable {
+	pthread_mutex_t	  mtx;
+	struct fsd_inode *hash[ITABLE_HASH];
+	unsigned	  count;
+};
+
+int
+itable_init(struct fsd *fs)
+{
+	fs->itable = xcalloc(1, sizeof(*fs->itable));
+	pthread_mutex_init(&fs->itable->mtx, NULL);
+	return 0;
+}
+
+void
+itable_destroy(struct fsd *fs)
+{
+	struct fsd_inode *ip, *n;
+	unsigned i;
+
+	if (fs->itable == NULL)
+		return;
+	for (i = 0; i < ITABLE_HASH; i++) {
+		for (ip = fs->itable->hash[i]; ip != NULL; ip = n) {
+			n = ip->hnext;
+			lockres_destroy(&ip->meta);
+			dindex_free(ip->dindex);
+			pthread_mutex_destroy(&ip->dmtx);
+			free(ip);
+		}
+	}
+	pthread_mutex_destroy(&fs->itable->mtx);
+	free(fs->itable);
+	fs->itable = NULL;
+}
+
+static unsigned
+ihash(uint64_t blkno)
+{
+	return (unsigned)((blkno * 0x9E3779B97F4A7C15ULL) >> 40) & (ITABLE_HASH - 1);
+}
+
+uint64_t
+fsd_ino_to_blkno(struct fsd *fs, uint64_t ino)
+{
+	return ino == 1 ? fs->root_blkno : ino;
+}
+
+uint64_t
+fsd_blkno_to_ino(struct fsd *fs, uint64_t blkno)
+{
+	/* Block 1 is the OCFS1 label, never an inode, so 1 is free for the root. */
+	return blkno == fs->root_blkno ? 1 : blkno;
+}
+
+/* Unlink and free an inode nobody refers to. itable mutex held. */
+static void
+inode_maybe_free(struct fsd *fs, struct fsd_inode *ip)
+{
+	struct fsd_inode **pp;
+
+	if (ip->pins != 0 || ip->nlookup != 0)
+		return;
+	for (pp = &fs->itable->hash[ihash(ip->blkno)]; *pp != NULL; pp = &(*pp)->hnext) {
+		if (*pp == ip) {
+			*pp = ip->hnext;
+			break;
+		}
+	}
+	fs->itable->count--;
+	lockres_destroy(&ip->meta);
+	dindex_free(ip->dindex);
+	pthread_mutex_destroy(&ip->dmtx);
+	free(ip);
+}
+
+int
+inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
+{
+	struct fsd_itable *t = fs->itable;
+	struct fsd_inode *ip;
+	struct fsd_buf *b;
+	uint32_t gen, lockgen;
+	int rc;
+
+	*ipp = NULL;
+	pthread_mutex_lock(&t->mtx);
+	for (ip = t->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext) {
+		if (ip->blkno == blkno) {
+			ip->pins++;
+			pthread_mutex_unlock(&t->mtx);
+			*ipp = ip;
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&t->mtx);
+
+	/*
+	 * New to us: read the block once to learn its generation (which is
+	 * part of some lock names) and to refuse garbage before FUSE sees
+	 * an inode number.
+	 */
+	if ((rc = block_read(fs, blkno, BLK_INODE, &b)) != 0)
+		return rc;
+	gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+	/* dlmglue names META locks with generation 0, system files with theirs */
+	lockgen = (LE32(((const struct ocfs2_dinode *)b->data)->i_flags) & OCFS2_SYSTEM_FL) ?
+	    gen : 0;
+	block_put(fs, b);
+
+	pthread_mutex_lock(&t->mtx);
+	for (ip = t->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext)
+		if (ip->blkno == blkno)
+			break;
+	if (ip == NULL) {
+		ip = xcalloc(1, sizeof(*ip));
+		ip->blkno = blkno;
+		ip->generation = gen;
+		lockres_init(&ip->meta, FSD_LOCK_META, blkno, lockgen);
+		pthread_mutex_init(&ip->dmtx, NULL);
+		ip->hnext = t->hash[ihash(blkno)];
+		t->hash[ihash(blkno)] = ip;
+		t->count++;
+	}
+	ip->pins++;
+	pthread_mutex_unlock(&t->mtx);
+	*ipp = ip;
+	return 0;
+}
+
+struct fsd_inode *
+inode_find(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_inode *ip;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	for (ip = fs->itable->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext)
+		if (ip->blkno == blkno) {
+			ip->pins++;
+			break;
+		}
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return ip;
+}
+
+void
+inode_put(struct fsd *fs, struct fsd_inode *ip)
+{
+	if (ip == NULL)
+		return;
+	pthread_mutex_lock(&fs->itable->mtx);
+	ip->pins--;
+	inode_maybe_free(fs, ip);
+	pthread_mutex_unlock(&fs->itable->mtx);
+}
+
+void
+inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip)
+{
+	pthread_mutex_lock(&fs->itable->mtx);
+	ip->nlookup++;
+	pthread_mutex_unlock(&fs->itable->mtx);
+}
+
+int
+inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n)
+{
+	struct fsd_inode *ip;
+	int gone = 0;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	for (ip = fs->itable->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext) {
+		if (ip->blkno != blkno)
+			continue;
+		ip->nlookup = n > ip->nlookup ? 0 : ip->nlookup - n;
+		gone = ip->nlookup == 0;
+		inode_maybe_free(fs, ip);
+		break;
+	}
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return gone;
+}
+
+int
+inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp)
+{
+	int rc;
+
+	if ((rc = lockres_lock(fs, &ip->meta, level)) != 0)
+		return rc;
+	if ((rc = block_read(fs, ip->blkno, BLK_INODE, bp)) != 0) {
+		lockres_unlock(fs, &ip->meta, level);
+		return rc;
+	}
+	return 0;
+}
+
+void
+inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b)
+{
+	block_put(fs, b);
+	lockres_unlock(fs, &ip->meta, level);
+}
+
+void
+inode_to_stat(struct fsd *fs, const struct ocfs2_dinode *di, struct stat *st)
+{
+	uint16_t mode = LE16(di->i_mode);
+	uint64_t dev;
+	unsigned nlink;
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = LE64(di->i_blkno);
+	st->st_mode = mode;
+	nlink = LE16(di->i_links_count);
+	if (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS)
+		nlink |= (unsigned)LE16(di->i_links_count_hi) << 16;
+	st->st_nlink = nlink;
+	st->st_uid = LE32(di->i_uid);
+	st->st_gid = LE32(di->i_gid);
+	if (S_ISCHR(mode) || S_ISBLK(mode)) {
+		/* the kernel's huge_decode_dev */
+		dev = LE64(di->id1.dev1.i_rdev);
+		st->st_rdev = makedev((dev & 0xfff00) >> 8, (dev & 0xff) | ((dev >> 12) & 0xfff00));
+	}
+	st->st_size = (off_t)LE64(di->i_size);
+	/* Like ocfs2_getattr: allocation in 512-byte units, I/O size = cluster. */
+	st->st_blocks = (blkcnt_t)((uint64_t)LE32(di->i_clusters) << (fs->cbits - 9));
+	st->st_blksize = fs->vol.cluster_bytes;
+	st->st_atim.tv_sec = (time_t)LE64(di->i_atime);
+	st->st_atim.tv_nsec = LE32(di->i_atime_nsec);
+	st->st_mtim.tv_sec = (time_t)LE64(di->i_mtime);
+	st->st_mtim.tv_nsec = LE32(di->i_mtime_nsec);
+	st->st_ctim.tv_sec = (time_t)LE64(di->i_ctime);
+	st->st_ctim.tv_nsec = LE32(di->i_ctime_nsec);
+}
+
+/* ---- creating and wiping inodes (inside a handle) ------------------------ */
+
+static uint32_t next_generation;
+
+void
+inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (atime) {
+		di->i_atime = htole64((uint64_t)ts.tv_sec);
+		di->i_atime_nsec = htole32((uint32_t)ts.tv_nsec);
+	}
+	if (mtime) {
+		di->i_mtime = htole64((uint64_t)ts.tv_sec);
+		di->i_mtime_nsec = htole32((uint32_t)ts.tv_nsec);
+	}
+	if (ctime) {
+		di->i_ctime = htole64((uint64_t)ts.tv_sec);
+		di->i_ctime_nsec = htole32((uint32_t)ts.tv_nsec);
+	}
+}
+
+int
+inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, uint64_t rdev,
+    struct fsd_buf **bp)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di;
+	uint64_t blkno, group;
+	uint16_t bit;
+	int rc;
+
+	if (next_generation == 0) {
+		struct timespec ts;
+
+		/* like the kernel's per-mount random seed for NFS generations */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		next_generation = (uint32_t)(ts.tv_nsec ^ (ts.tv_sec << 12) ^ getpid()) | 1;
+	}
+	if ((rc = suballoc_claim(h, fs->slots[fs->slot].inode_alloc, &blkno, &group, &bit)) != 0)
+		return rc;
+	if ((rc = block_new(fs, blkno, BLK_INODE, bp)) != 0)
+		return rc;
+	if ((rc = journal_access(h, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
+	di = (struct ocfs2_dinode *)(*bp)->data;
+	memcpy(di->i_signature, OCFS2_INODE_SIGNATURE, sizeof(OCFS2_INODE_SIGNATURE));
+	di->i_generation = htole32(__atomic_add_fetch(&next_generation, 1, __ATOMIC_RELAXED));
+	di->i_suballoc_slot = htole16((uint16_t)fs->slot);
+	di->i_suballoc_bit = htole16(bit);
+	di->i_suballoc_loc = htole64(group);
+	di->i_links_count = htole16(S_ISDIR(mode) ? 2 : 1);
+	di->i_uid = htole32(uid);
+	di->i_gid = htole32(gid);
+	di->i_mode = htole16((uint16_t)mode);
+	di->i_flags = htole32(OCFS2_VALID_FL);
+	di->i_blkno = htole64(blkno);
+	di->i_fs_generation = htole32(fs->fs_generation);
+	inode_now(di, 1, 1, 1);
+	if (S_ISCHR(mode) || S_ISBLK(mode)) {
+		/* the kernel's huge_encode_dev */
+		unsigned maj = major(rdev), min = minor(rdev);
+
+		di->id1.dev1.i_rdev = htole64((min & 0xff) | (maj << 8) |
+		    ((uint64_t)(min & ~0xffu) << 12));
+	}
+	if (!S_ISLNK(mode))
+		di->id2.i_list.l_count = htole16(ocfs2_extent_recs_per_inode(fs->vol.block_bytes));
+	journal_dirty(h, *bp);
+	return 0;
+}
+
+int
+inode_wipe(struct fsd_handle *h, struct fsd_buf *ib)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	unsigned slot = LE16(di->i_suballoc_slot);
+	uint64_t group = LE64(di->i_suballoc_loc);
+	uint16_t bit = LE16(di->i_suballoc_bit);
+	struct timespec ts;
+	int rc;
+
+	if (LE32(di->i_clusters) != 0 || slot >= fs->vol.max_slots) {
+		fsd_corrupt(fs, ib->blkno, "wiping an inode that still holds clusters or has "
+		    "an impossible slot");
+		return -EIO;
+	}
+	if (group == 0)
+		group = ib->blkno - bit;
+	if ((rc = suballoc_free(h, fs->slots[slot].inode_alloc, group, bit)) != 0)
+		return rc;
+	if ((rc = journal_access(h, ib)) != 0)
+		return rc;
+	/* as ocfs2_wipe_inode leaves it: not VALID, dtime set, no links */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	di->i_flags = htole32(LE32(di->i_flags) & ~(OCFS2_VALID_FL | OCFS2_ORPHANED_FL));
+	di->i_dtime = htole64((uint64_t)ts.tv_sec);
+	di->i_links_count = 0;
+	journal_dirty(h, ib);
+	/* Nobody may read this block as an inode again until reallocated. */
+	return 0;
+}

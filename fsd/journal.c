@@ -1,0 +1,678 @@
+/*
+ * The JBD2 writer (ondisk.md §6), as the kernel lays out a log in the
+ * slot's journal file, so that fsck.ocfs2 or a kernel node could replay
+ * what we leave behind.
+ *
+ * Metadata changes happen inside handles. A handle records an undo copy
+ * of each block it touches (so a failed operation leaves no trace) and
+ * adds the block to the running transaction. A commit writes descriptor
+ * blocks and copies, syncs, writes the commit block and syncs again:
+ * only then may a home location be written (checkpoint), from the copy
+ * frozen at commit time. Until checkpointed, a block stays pinned in the
+ * cache so nobody re-reads its stale home copy.
+ *
+ * Ordered mode: file data is written in place before the commit that
+ * points at it; the fdatasync at the start of every commit makes it
+ * durable first.
+ *
+ * Concurrency: one handle at a time (the journal mutex is held from
+ * journal_start to journal_stop), and commits run between handles, so a
+ * transaction never contains half a handle.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+#include "fsd.h"
+/* after fsd.h: it needs the kernel types ocfs2_disk.h brings in */
+#include <ocfs2/jbd2.h>
+
+struct jundo {
+	struct fsd_buf	*b;
+	uint8_t		*copy;
+};
+
+/* A committed block waiting for its checkpoint. */
+struct jcp {
+	struct fsd_buf	*b;		/* pinned */
+	uint8_t		*frozen;	/* contents as committed, O_DIRECT aligned */
+	struct jcp	*hnext;
+};
+
+#define JCP_HASH	1024
+
+struct jextent {
+	uint32_t	lblk;
+	uint32_t	count;
+	uint64_t	pblk;
+};
+
+struct fsd_journal {
+	struct fsd	*fs;
+	uint64_t	 inode;
+	struct jbd2_info ji;
+	struct jextent	*ext;
+	unsigned	 next;
+	pthread_mutex_t	 mtx;
+	uint32_t	 head;		/* next log block to write */
+	uint32_t	 used;		/* log blocks holding un-checkpointed transactions */
+	uint32_t	 next_seq;	/* tid of the running transaction */
+	uint32_t	 run_limit;	/* commit when the running transaction is this big */
+	struct fsd_buf	**run;
+	unsigned	 nrun, run_cap;
+	struct jcp	*cp[JCP_HASH];
+	unsigned	 ncp;
+	int		 failed;	/* a log write failed: no more commits */
+};
+
+/* ---- the format (pure) ------------------------------------------------ */
+
+static unsigned
+tag_bytes(const struct jbd2_info *ji)
+{
+	return (ji->incompat & JBD2_FEATURE_INCOMPAT_64BIT) ? JBD2_TAG_SIZE64 : JBD2_TAG_SIZE32;
+}
+
+/* Tags one descriptor block holds: the first tag carries the 16-byte UUID. */
+static unsigned
+tags_per_desc(const struct jbd2_info *ji)
+{
+	return (ji->blocksize - sizeof(journal_header_t) - 16) / tag_bytes(ji);
+}
+
+unsigned
+jbd2_txn_blocks(const struct jbd2_info *ji, unsigned n)
+{
+	unsigned k = tags_per_desc(ji);
+
+	return (n + k - 1) / k + n + 1;
+}
+
+static void
+put_header(uint8_t *blk, uint32_t type, uint32_t tid)
+{
+	journal_header_t *h = (journal_header_t *)blk;
+
+	h->h_magic = htobe32(JBD2_MAGIC_NUMBER);
+	h->h_blocktype = htobe32(type);
+	h->h_sequence = htobe32(tid);
+}
+
+void
+jbd2_build_txn(const struct jbd2_info *ji, uint32_t tid, const struct jbd2_block *b,
+    unsigned n, uint8_t *out)
+{
+	unsigned bs = ji->blocksize, k = tags_per_desc(ji), tb = tag_bytes(ji);
+	unsigned i, j, chunk;
+	struct commit_header *ch;
+	journal_block_tag_t *tag;
+	struct timespec now;
+	uint8_t *desc, *p;
+	uint32_t flags;
+	size_t off;
+
+	p = out;
+	for (i = 0; i < n; i += chunk) {
+		chunk = n - i < k ? n - i : k;
+		desc = p;
+		memset(desc, 0, bs);
+		put_header(desc, JBD2_DESCRIPTOR_BLOCK, tid);
+		p += bs;
+		off = sizeof(journal_header_t);
+		for (j = 0; j < chunk; j++) {
+			memcpy(p, b[i + j].data, bs);
+			flags = 0;
+			/* a copy must not look like a log block: escape it */
+			if (be32toh(*(uint32_t *)p) == JBD2_MAGIC_NUMBER) {
+				memset(p, 0, 4);
+				flags |= JBD2_FLAG_ESCAPE;
+			}
+			if (j > 0)
+				flags |= JBD2_FLAG_SAME_UUID;
+			if (j == chunk - 1)
+				flags |= JBD2_FLAG_LAST_TAG;
+			tag = (journal_block_tag_t *)(desc + off);
+			tag->t_blocknr = htobe32((uint32_t)b[i + j].blkno);
+			tag->t_flags = htobe32(flags);
+			if (tb == JBD2_TAG_SIZE64)
+				tag->t_blocknr_high = htobe32((uint32_t)(b[i + j].blkno >> 32));
+			off += tb;
+			if (j == 0) {
+				memcpy(desc + off, ji->uuid, 16);
+				off += 16;
+			}
+			p += bs;
+		}
+	}
+	memset(p, 0, bs);
+	put_header(p, JBD2_COMMIT_BLOCK, tid);
+	ch = (struct commit_header *)p;
+	clock_gettime(CLOCK_REALTIME, &now);
+	ch->h_commit_sec = htobe64((uint64_t)now.tv_sec);
+	ch->h_commit_nsec = htobe32((uint32_t)now.tv_nsec);
+}
+
+int
+jbd2_parse_super(const uint8_t *blk, unsigned fs_block_bytes, struct jbd2_info *ji,
+    char *why, size_t whylen)
+{
+	const journal_superblock_t *sb = (const journal_superblock_t *)blk;
+	uint32_t type = be32toh(sb->s_header.h_blocktype);
+
+	memset(ji, 0, sizeof(*ji));
+	if (be32toh(sb->s_header.h_magic) != JBD2_MAGIC_NUMBER ||
+	    (type != JBD2_SUPERBLOCK_V1 && type != JBD2_SUPERBLOCK_V2)) {
+		snprintf(why, whylen, "not a JBD2 journal superblock");
+		return -1;
+	}
+	ji->blocksize = be32toh(sb->s_blocksize);
+	ji->maxlen = be32toh(sb->s_maxlen);
+	ji->first = be32toh(sb->s_first);
+	ji->sequence = be32toh(sb->s_sequence);
+	ji->start = be32toh(sb->s_start);
+	memcpy(ji->uuid, sb->s_uuid, 16);
+	if (type == JBD2_SUPERBLOCK_V2) {
+		if (be32toh(sb->s_feature_compat) != 0 || be32toh(sb->s_feature_ro_compat) != 0 ||
+		    (be32toh(sb->s_feature_incompat) & ~JBD2_KNOWN_INCOMPAT_FEATURES) != 0) {
+			snprintf(why, whylen, "journal features %#x/%#x/%#x are not supported",
+			    be32toh(sb->s_feature_compat), be32toh(sb->s_feature_incompat),
+			    be32toh(sb->s_feature_ro_compat));
+			return -1;
+		}
+		ji->incompat = be32toh(sb->s_feature_incompat);
+	}
+	/*
+	 * s_start may be below s_first: mkfs leaves 1 even where the
+	 * superblock takes two blocks; replay finds no magic there.
+	 */
+	if (ji->blocksize != fs_block_bytes || ji->first == 0 || ji->first >= ji->maxlen ||
+	    ji->maxlen - ji->first < 64 ||
+	    ji->start >= ji->maxlen) {
+		snprintf(why, whylen, "impossible journal geometry (block size %u, first %u, "
+		    "length %u, start %u)", ji->blocksize, ji->first, ji->maxlen, ji->start);
+		return -1;
+	}
+	return 0;
+}
+
+void
+jbd2_write_super(uint8_t *blk, const struct jbd2_info *ji)
+{
+	journal_superblock_t *sb = (journal_superblock_t *)blk;
+
+	sb->s_sequence = htobe32(ji->sequence);
+	sb->s_start = htobe32(ji->start);
+}
+
+/* ---- the journal file ------------------------------------------------- */
+
+int
+journal_io(struct fsd_journal *j, int write, uint32_t lblk, unsigned count, void *buf)
+{
+	uint8_t *p = buf;
+	unsigned i, n;
+	int rc;
+
+	while (count > 0) {
+		for (i = 0; i < j->next; i++)
+			if (lblk >= j->ext[i].lblk && lblk < j->ext[i].lblk + j->ext[i].count)
+				break;
+		if (i == j->next)
+			return -EIO;
+		n = j->ext[i].lblk + j->ext[i].count - lblk;
+		if (n > count)
+			n = count;
+		rc = block_io(j->fs, write, j->ext[i].pblk + (lblk - j->ext[i].lblk), n, p);
+		if (rc != 0)
+			return rc;
+		lblk += n;
+		count -= n;
+		p += (size_t)n * j->fs->vol.block_bytes;
+	}
+	return 0;
+}
+
+const struct jbd2_info *
+journal_info(struct fsd_journal *j)
+{
+	return &j->ji;
+}
+
+int
+journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_t errlen)
+{
+	struct fsd_journal *j;
+	struct fsd_extent ex;
+	struct fsd_buf *b;
+	uint64_t nblocks, lb;
+	uint8_t *sb;
+	char why[128];
+	int rc;
+
+	*jp = NULL;
+	j = xcalloc(1, sizeof(*j));
+	j->fs = fs;
+	j->inode = fs->slots[slot].journal;
+	pthread_mutex_init(&j->mtx, NULL);
+	if ((rc = block_read(fs, j->inode, BLK_INODE, &b)) != 0) {
+		snprintf(err, errlen, "journal:%04d is unreadable", slot);
+		goto fail;
+	}
+	nblocks = LE64(((const struct ocfs2_dinode *)b->data)->i_size) >> fs->bbits;
+	if (nblocks > UINT32_MAX)
+		nblocks = UINT32_MAX;
+	/* The whole mapping up front: the log is written on every commit. */
+	for (lb = 0; lb < nblocks; lb += ex.nblocks) {
+		rc = extent_map(fs, j->inode, &((const struct ocfs2_dinode *)b->data)->id2.i_list,
+		    lb, &ex);
+		if (rc != 0 || ex.pblk == 0 || ex.unwritten) {
+			snprintf(err, errlen, "journal:%04d: %s at block %llu", slot,
+			    rc ? "unreadable extent tree" : "hole", (unsigned long long)lb);
+			block_put(fs, b);
+			goto fail;
+		}
+		if (ex.nblocks > nblocks - lb)
+			ex.nblocks = nblocks - lb;
+		j->ext = xrealloc(j->ext, (j->next + 1) * sizeof(*j->ext));
+		j->ext[j->next].lblk = (uint32_t)lb;
+		j->ext[j->next].count = (uint32_t)ex.nblocks;
+		j->ext[j->next].pblk = ex.pblk;
+		j->next++;
+	}
+	block_put(fs, b);
+	if ((sb = volume_alloc(fs->vol.block_bytes)) == NULL)
+		fatal("out of memory");
+	if (journal_io(j, 0, 0, 1, sb) != 0) {
+		snprintf(err, errlen, "journal:%04d: cannot read its superblock", slot);
+		free(sb);
+		goto fail;
+	}
+	rc = jbd2_parse_super(sb, fs->vol.block_bytes, &j->ji, why, sizeof(why));
+	free(sb);
+	if (rc != 0 || j->ji.maxlen > nblocks) {
+		snprintf(err, errlen, "journal:%04d: %s", slot,
+		    rc ? why : "longer than its file");
+		goto fail;
+	}
+	j->run_limit = (j->ji.maxlen - j->ji.first) / 4;
+	*jp = j;
+	return 0;
+fail:
+	journal_close(j);
+	return -1;
+}
+
+static void
+cp_release_all(struct fsd_journal *j)
+{
+	struct jcp *c, *n;
+	unsigned i;
+
+	for (i = 0; i < JCP_HASH; i++) {
+		for (c = j->cp[i]; c != NULL; c = n) {
+			n = c->hnext;
+			block_put(j->fs, c->b);
+			free(c->frozen);
+			free(c);
+		}
+		j->cp[i] = NULL;
+	}
+	j->ncp = 0;
+}
+
+void
+journal_close(struct fsd_journal *j)
+{
+	unsigned i;
+
+	if (j == NULL)
+		return;
+	for (i = 0; i < j->nrun; i++) {
+		j->run[i]->jrun = 0;
+		block_put(j->fs, j->run[i]);
+	}
+	cp_release_all(j);
+	free(j->run);
+	free(j->ext);
+	pthread_mutex_destroy(&j->mtx);
+	free(j);
+}
+
+/* Rewrite the journal superblock with s_start/s_sequence, synchronously. */
+static int
+write_jsb(struct fsd_journal *j, uint32_t start, uint32_t seq)
+{
+	uint8_t *sb;
+	int rc;
+
+	if ((sb = volume_alloc(j->fs->vol.block_bytes)) == NULL)
+		return -ENOMEM;
+	if ((rc = journal_io(j, 0, 0, 1, sb)) == 0) {
+		j->ji.start = start;
+		j->ji.sequence = seq;
+		jbd2_write_super(sb, &j->ji);
+		if ((rc = journal_io(j, 1, 0, 1, sb)) == 0 && fdatasync(j->fs->vol.fd) == -1)
+			rc = -errno;
+	}
+	free(sb);
+	return rc;
+}
+
+int
+journal_load(struct fsd_journal *j)
+{
+	/* As jbd2's journal_reset: log from the first block, tail = head. */
+	j->head = j->ji.first;
+	j->used = 0;
+	j->next_seq = j->ji.sequence;
+	return write_jsb(j, j->head, j->next_seq);
+}
+
+int
+journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bump_recovery)
+{
+	struct ocfs2_dinode *di;
+	struct fsd_buf *b;
+	uint32_t flags;
+	int rc;
+
+	if ((rc = block_read(fs, journal_inode, BLK_INODE, &b)) != 0)
+		return rc;
+	di = (struct ocfs2_dinode *)b->data;
+	flags = LE32(di->id1.journal1.ij_flags);
+	flags = dirty ? flags | OCFS2_JOURNAL_DIRTY_FL : flags & ~OCFS2_JOURNAL_DIRTY_FL;
+	di->id1.journal1.ij_flags = htole32(flags);
+	if (bump_recovery)
+		di->id1.journal1.ij_recovery_generation =
+		    htole32(LE32(di->id1.journal1.ij_recovery_generation) + 1);
+	/* Like ocfs2_journal_toggle_dirty: in place, not through the log. */
+	rc = block_io(fs, 1, journal_inode, 1, b->data);
+	if (rc == 0 && fdatasync(fs->vol.fd) == -1)
+		rc = -errno;
+	block_put(fs, b);
+	return rc;
+}
+
+/* ---- handles and commits ---------------------------------------------- */
+
+int
+journal_start(struct fsd *fs, struct fsd_handle *h)
+{
+	memset(h, 0, sizeof(*h));
+	if (fs->journal == NULL)
+		return -EROFS;
+	pthread_mutex_lock(&fs->journal->mtx);
+	/* After corruption or a failed log write, change nothing more. */
+	if (fs->errors || fs->journal->failed) {
+		pthread_mutex_unlock(&fs->journal->mtx);
+		return -EROFS;
+	}
+	h->fs = fs;
+	return 0;
+}
+
+int
+journal_access(struct fsd_handle *h, struct fsd_buf *b)
+{
+	unsigned bs = h->fs->vol.block_bytes, i;
+
+	for (i = 0; i < h->nundo; i++)
+		if (h->undo[i].b == b)
+			return 0;
+	if (h->nundo == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 8;
+		h->undo = xrealloc(h->undo, h->cap * sizeof(*h->undo));
+	}
+	h->undo[h->nundo].b = b;
+	h->undo[h->nundo].copy = xmalloc(bs);
+	memcpy(h->undo[h->nundo].copy, b->data, bs);
+	block_ref(h->fs, b);
+	h->nundo++;
+	return 0;
+}
+
+void
+journal_dirty(struct fsd_handle *h, struct fsd_buf *b)
+{
+	struct fsd_journal *j = h->fs->journal;
+
+	if (b->jrun)
+		return;
+	if (j->nrun == j->run_cap) {
+		j->run_cap = j->run_cap ? 2 * j->run_cap : 64;
+		j->run = xrealloc(j->run, j->run_cap * sizeof(*j->run));
+	}
+	b->jrun = 1;
+	block_ref(h->fs, b);
+	j->run[j->nrun++] = b;
+}
+
+static int commit_locked(struct fsd_journal *j);
+
+int
+journal_stop(struct fsd_handle *h, int abort)
+{
+	struct fsd_journal *j = h->fs->journal;
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; i < h->nundo; i++) {
+		if (abort)
+			memcpy(h->undo[i].b->data, h->undo[i].copy, h->fs->vol.block_bytes);
+		free(h->undo[i].copy);
+		block_put(h->fs, h->undo[i].b);
+	}
+	free(h->undo);
+	h->undo = NULL;
+	h->nundo = h->cap = 0;
+	/* restored directory blocks no longer match their name indexes */
+	for (i = 0; abort && i < h->ndirs; i++)
+		dir_index_drop(h->fs, h->dirs[i]);
+	h->ndirs = 0;
+	if (j->nrun >= j->run_limit)
+		rc = commit_locked(j);
+	pthread_mutex_unlock(&j->mtx);
+	return rc;
+}
+
+/* Write count log blocks at pos, wrapping from the end back to s_first. */
+static int
+write_log(struct fsd_journal *j, uint32_t pos, unsigned count, const uint8_t *buf)
+{
+	unsigned n;
+	int rc;
+
+	while (count > 0) {
+		n = j->ji.maxlen - pos;
+		if (n > count)
+			n = count;
+		if ((rc = journal_io(j, 1, pos, n, (void *)buf)) != 0)
+			return rc;
+		buf += (size_t)n * j->ji.blocksize;
+		count -= n;
+		pos += n;
+		if (pos == j->ji.maxlen)
+			pos = j->ji.first;
+	}
+	return 0;
+}
+
+static int
+blkno_cmp(const void *a, const void *b)
+{
+	const struct jcp *x = *(struct jcp *const *)a, *y = *(struct jcp *const *)b;
+
+	return x->b->blkno < y->b->blkno ? -1 : x->b->blkno > y->b->blkno;
+}
+
+static int
+checkpoint_locked(struct fsd_journal *j)
+{
+	struct jcp **all, *c;
+	unsigned i, n = 0;
+	int rc = 0;
+
+	if (j->ncp == 0 && j->used == 0)
+		return 0;
+	all = xcalloc(j->ncp ? j->ncp : 1, sizeof(*all));
+	for (i = 0; i < JCP_HASH; i++)
+		for (c = j->cp[i]; c != NULL; c = c->hnext)
+			all[n++] = c;
+	qsort(all, n, sizeof(*all), blkno_cmp);
+	for (i = 0; i < n && rc == 0; i++)
+		rc = block_io(j->fs, 1, all[i]->b->blkno, 1, all[i]->frozen);
+	free(all);
+	if (rc == 0 && fdatasync(j->fs->vol.fd) == -1)
+		rc = -errno;
+	if (rc != 0) {
+		log_warnx("journal checkpoint failed: %s; no further changes", strerror(-rc));
+		j->failed = 1;
+		return rc;
+	}
+	cp_release_all(j);
+	/* Everything is home: the log is empty from the head on. */
+	j->used = 0;
+	if ((rc = write_jsb(j, j->head, j->next_seq)) != 0)
+		j->failed = 1;
+	return rc;
+}
+
+static void
+cp_add(struct fsd_journal *j, struct fsd_buf *b)
+{
+	unsigned h = (unsigned)(b->blkno % JCP_HASH), bs = j->fs->vol.block_bytes;
+	struct jcp *c;
+
+	for (c = j->cp[h]; c != NULL; c = c->hnext)
+		if (c->b == b)
+			break;
+	if (c == NULL) {
+		c = xcalloc(1, sizeof(*c));
+		if ((c->frozen = volume_alloc(bs)) == NULL)
+			fatal("out of memory");
+		c->b = b;
+		block_ref(j->fs, b);
+		c->hnext = j->cp[h];
+		j->cp[h] = c;
+		j->ncp++;
+	}
+	memcpy(c->frozen, b->data, bs);
+}
+
+static int
+commit_locked(struct fsd_journal *j)
+{
+	unsigned bs = j->ji.blocksize, n = j->nrun, need, i, logsize;
+	struct jbd2_block *blist;
+	uint8_t *img;
+	int rc;
+
+	if (n == 0)
+		return 0;
+	if (j->failed)
+		return -EIO;
+	logsize = j->ji.maxlen - j->ji.first;
+	need = jbd2_txn_blocks(&j->ji, n);
+	if (need >= logsize) {
+		log_warnx("transaction of %u blocks does not fit the journal", n);
+		j->failed = 1;
+		return -ENOSPC;
+	}
+	if (j->used + need >= logsize && (rc = checkpoint_locked(j)) != 0)
+		return rc;
+	blist = xcalloc(n, sizeof(*blist));
+	for (i = 0; i < n; i++) {
+		blist[i].blkno = j->run[i]->blkno;
+		blist[i].data = j->run[i]->data;
+	}
+	if ((img = volume_alloc((size_t)need * bs)) == NULL)
+		fatal("out of memory");
+	jbd2_build_txn(&j->ji, j->next_seq, blist, n, img);
+	free(blist);
+	/*
+	 * Ordered data and the log body first, the commit block only once
+	 * they are durable: a crash before it leaves a transaction that
+	 * replay ignores.
+	 */
+	rc = write_log(j, j->head, need - 1, img);
+	if (rc == 0 && fdatasync(j->fs->vol.fd) == -1)
+		rc = -errno;
+	if (rc == 0)
+		rc = write_log(j, (j->head + need - 1 - j->ji.first) % logsize + j->ji.first, 1,
+		    img + (size_t)(need - 1) * bs);
+	if (rc == 0 && fdatasync(j->fs->vol.fd) == -1)
+		rc = -errno;
+	free(img);
+	if (rc != 0) {
+		log_warnx("journal commit %u failed: %s; no further changes", j->next_seq,
+		    strerror(-rc));
+		j->failed = 1;
+		return rc;
+	}
+	for (i = 0; i < n; i++) {
+		cp_add(j, j->run[i]);
+		j->run[i]->jrun = 0;
+		block_put(j->fs, j->run[i]);
+	}
+	j->nrun = 0;
+	j->head = (j->head - j->ji.first + need) % logsize + j->ji.first;
+	j->used += need;
+	j->next_seq++;
+	/* Keep half the log free for the next transactions. */
+	if (j->used > logsize / 2)
+		return checkpoint_locked(j);
+	return 0;
+}
+
+int
+journal_commit(struct fsd *fs)
+{
+	int rc;
+
+	if (fs->journal == NULL)
+		return 0;
+	pthread_mutex_lock(&fs->journal->mtx);
+	rc = commit_locked(fs->journal);
+	pthread_mutex_unlock(&fs->journal->mtx);
+	return rc;
+}
+
+int
+journal_checkpoint(struct fsd *fs)
+{
+	int rc;
+
+	if (fs->journal == NULL)
+		return 0;
+	pthread_mutex_lock(&fs->journal->mtx);
+	rc = commit_locked(fs->journal);
+	if (rc == 0)
+		rc = checkpoint_locked(fs->journal);
+	pthread_mutex_unlock(&fs->journal->mtx);
+	return rc;
+}
+
+int
+journal_shutdown(struct fsd *fs)
+{
+	struct fsd_journal *j = fs->journal;
+	int rc;
+
+	if (j == NULL)
+		return 0;
+	pthread_mutex_lock(&j->mtx);
+	rc = commit_locked(j);
+	if (rc == 0)
+		rc = checkpoint_locked(j);
+	/* s_start 0: nothing to replay, as a clean jbd2 unmount leaves it. */
+	if (rc == 0)
+		rc = write_jsb(j, 0, j->next_seq);
+	pthread_mutex_unlock(&j->mtx);
+	return rc;
+}

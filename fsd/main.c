@@ -1,0 +1,210 @@
+/*
+ * fsd: serve one OCFS2 volume through FUSE.
+ *
+ *   fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT
+ *
+ * Runs in the foreground (systemd supervises; -f is accepted for mount
+ * helpers). Options may also follow the operands, as mount.fuse3 passes
+ * them: `mount -t fuse.fsd DEVICE DIR` runs `fsd DEVICE DIR -o ...`.
+ * This file only wires things together.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "notify.h"
+#include "util.h"
+
+#include "ops.h"
+
+struct cmdline {
+	const char	*device;
+	const char	*mountpoint;
+	const char	*rundir;
+	int		 verbose;
+	int		 debug;
+	unsigned	 threads;
+	struct fsd_mount_opts mo;
+	char		*fuse_opts;	/* what FUSE gets from -o */
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT\n"
+	    "  -o ro|rw, node=N (slot map owner, 0), commit=S (5), cache_blocks=N, threads=N,\n"
+	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0,\n"
+	    "     and FUSE mount options (allow_other, ...)\n");
+	exit(2);
+}
+
+static void
+append_opt(char **list, const char *opt)
+{
+	char *n;
+
+	if (*list == NULL)
+		*list = xstrdup(opt);
+	else {
+		xasprintf(&n, "%s,%s", *list, opt);
+		free(*list);
+		*list = n;
+	}
+}
+
+/* Split -o: ours are taken, mount(8) bookkeeping is dropped, the rest goes to FUSE. */
+static void
+parse_o(struct cmdline *c, const char *arg)
+{
+	static const char *dropped[] = { "defaults", "_netdev", "auto", "noauto", "user",
+	    "nouser", "users", "nofail", "rw" };
+	char *s = xstrdup(arg), *p = s, *opt;
+	unsigned long v;
+	size_t i;
+
+	while ((opt = strsep(&p, ",")) != NULL) {
+		if (*opt == '\0' || strncmp(opt, "x-", 2) == 0)
+			continue;
+		for (i = 0; i < nitems(dropped); i++)
+			if (strcmp(opt, dropped[i]) == 0)
+				break;
+		if (i < nitems(dropped)) {
+			if (strcmp(opt, "rw") == 0)
+				c->mo.readonly = 0;
+			continue;
+		}
+		if (strcmp(opt, "ro") == 0) {
+			c->mo.readonly = 1;
+			append_opt(&c->fuse_opts, "ro");
+		} else if (strncmp(opt, "cache_blocks=", 13) == 0) {
+			if (parse_ulong(opt + 13, 10, 1u << 24, &v) == -1)
+				fatalx("bad cache_blocks: %s", opt + 13);
+			c->mo.cache_blocks = (unsigned)v;
+		} else if (strncmp(opt, "node=", 5) == 0) {
+			if (parse_ulong(opt + 5, 10, 254, &v) == -1)
+				fatalx("bad node number: %s", opt + 5);
+			c->mo.node_num = (unsigned)v;
+		} else if (strncmp(opt, "commit=", 7) == 0) {
+			if (parse_ulong(opt + 7, 10, 3600, &v) == -1 || v == 0)
+				fatalx("bad commit interval: %s", opt + 7);
+			c->mo.commit_ms = (unsigned)v * 1000;
+		} else if (strncmp(opt, "threads=", 8) == 0) {
+			if (parse_ulong(opt + 8, 10, 256, &v) == -1 || v == 0)
+				fatalx("bad threads: %s", opt + 8);
+			c->threads = (unsigned)v;
+		} else if (strcmp(opt, "writeback_cache=0") == 0 || strcmp(opt, "no_writeback_cache") == 0) {
+			fsd_writeback_cache = 0;
+		} else if (strncmp(opt, "attr_timeout=", 13) == 0) {
+			fsd_timeouts.attr = atof(opt + 13);
+		} else if (strncmp(opt, "entry_timeout=", 14) == 0) {
+			fsd_timeouts.entry = atof(opt + 14);
+		} else
+			append_opt(&c->fuse_opts, opt);
+	}
+	free(s);
+}
+
+static void
+parse_cmdline(struct cmdline *c, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "rundir", required_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int ch;
+
+	memset(c, 0, sizeof(*c));
+	c->mo.cache_blocks = 16384;
+	c->threads = 8;
+	while ((ch = getopt_long(argc, argv, "fvdo:h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'f':
+			break;	/* always in the foreground */
+		case 'v':
+			c->verbose++;
+			break;
+		case 'd':
+			c->debug = 1;
+			c->verbose++;
+			break;
+		case 'o':
+			parse_o(c, optarg);
+			break;
+		case 'R':
+			c->rundir = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (argc - optind != 2)
+		usage();
+	c->device = argv[optind];
+	c->mountpoint = argv[optind + 1];
+	if (c->rundir == NULL)
+		c->rundir = rundir_default();
+}
+
+int
+main(int argc, char **argv)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *lc;
+	struct fuse_session *se;
+	struct cmdline c;
+	struct fsd fs;
+	char err[512], *fo;
+	int rc = 1;
+
+	parse_cmdline(&c, argc, argv);
+	log_init("fsd", c.verbose);
+	if (access(c.mountpoint, F_OK) == -1)
+		fatal("%s", c.mountpoint);
+	if (super_mount(&fs, c.device, &c.mo, err, sizeof(err)) == -1) {
+		log_warnx("cannot mount %s: %s", c.device, err);
+		return 1;
+	}
+	/*
+	 * The kernel does the permission checks from our attributes, as for
+	 * any local filesystem; root mounts are visible to every user.
+	 */
+	xasprintf(&fo, "fsname=%s,subtype=ocfs2,default_permissions%s%s%s", c.device,
+	    getuid() == 0 ? ",allow_other" : "", c.fuse_opts ? "," : "",
+	    c.fuse_opts ? c.fuse_opts : "");
+	if (fuse_opt_add_arg(&args, argv[0]) == -1 || fuse_opt_add_arg(&args, "-o") == -1 ||
+	    fuse_opt_add_arg(&args, fo) == -1 || (c.debug && fuse_opt_add_arg(&args, "-d") == -1))
+		fatalx("out of memory");
+	free(fo);
+	se = fuse_session_new(&args, &fsd_ops, sizeof(fsd_ops), &fs);
+	if (se == NULL)
+		goto out_unmount;
+	fs.se = se;
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, c.mountpoint) != 0)
+		goto out_signals;
+	log_info("%s mounted on %s", c.device, c.mountpoint);
+	notify_ready();
+	lc = fuse_loop_cfg_create();
+	fuse_loop_cfg_set_max_threads(lc, c.threads);
+	fuse_loop_cfg_set_clone_fd(lc, 0);
+	rc = fuse_session_loop_mt(se, lc) != 0;
+	fuse_loop_cfg_destroy(lc);
+	notify_stopping();
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out_unmount:
+	super_unmount(&fs);
+	fuse_opt_free_args(&args);
+	free(c.fuse_opts);
+	log_info("%s: unmounted", c.device);
+	return rc;
+}

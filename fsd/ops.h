@@ -1,0 +1,86 @@
+/*
+ * Shared by the FUSE handlers (ops_*.c): the libfuse API level, the
+ * handler prototypes that ops.c puts in the table, and small accessors.
+ */
+#ifndef FSD_OPS_H
+#define FSD_OPS_H
+
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+
+#include "fsd.h"
+
+/* How long the kernel may trust what we reply (seconds). */
+struct fsd_timeouts {
+	double	entry;
+	double	attr;
+};
+extern struct fsd_timeouts fsd_timeouts;
+/* -o writeback_cache=0 turns the kernel's write-behind off. */
+extern int fsd_writeback_cache;
+/* What the kernel granted: with it, the kernel keeps mtime/ctime and sends them. */
+extern int fsd_writeback_active;
+
+static inline struct fsd *
+fsd_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* ops_inode.c */
+void	fsd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void	fsd_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void	fsd_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets);
+void	fsd_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void	fsd_readlink(fuse_req_t req, fuse_ino_t ino);
+void	fsd_access(fuse_req_t req, fuse_ino_t ino, int mask);
+void	fsd_statfs(fuse_req_t req, fuse_ino_t ino);
+/*
+ * Fill e for the inode at blkno and count one FUSE lookup on it: 0 or
+ * -errno. Used by lookup and readdirplus.
+ */
+int	fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e);
+
+/* ops_dir.c */
+void	fsd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void	fsd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	    struct fuse_file_info *fi);
+void	fsd_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	    struct fuse_file_info *fi);
+void	fsd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ops_file.c */
+void	fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void	fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+	    struct fuse_file_info *fi);
+void	fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ops_namei.c */
+uint8_t	fsd_ft_of(unsigned mode);
+void	fsd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
+void	fsd_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode);
+void	fsd_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name);
+void	fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+	    struct fuse_file_info *fi);
+void	fsd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname);
+void	fsd_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void	fsd_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void	fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+	    const char *newname, unsigned int flags);
+
+/* ops_inode.c (writes) */
+void	fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+	    struct fuse_file_info *fi);
+
+/* ops_file.c (writes) */
+void	fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+	    struct fuse_file_info *fi);
+void	fsd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
+void	fsd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void	fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+	    struct fuse_file_info *fi);
+
+/* ops.c */
+void	fsd_init(void *userdata, struct fuse_conn_info *conn);
+
+#endif

@@ -1,0 +1,155 @@
+/* FUSE operations on open files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#include "ops.h"
+
+void
+fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+	struct fsd_buf *b;
+	unsigned mode;
+	int rc;
+
+	if (fs->readonly && (fi->flags & O_ACCMODE) != O_RDONLY)
+		return (void)fuse_reply_err(req, EROFS);
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) != 0) {
+		inode_put(fs, ip);
+		return (void)fuse_reply_err(req, -rc);
+	}
+	mode = LE16(((const struct ocfs2_dinode *)b->data)->i_mode);
+	inode_unlock_block(fs, ip, LKM_PR, b);
+	inode_put(fs, ip);
+	if (S_ISDIR(mode))
+		return (void)fuse_reply_err(req, EISDIR);
+	/*
+	 * Alone on the volume, the kernel's page cache stays right between
+	 * opens; in the cluster (issue 7) a downconvert invalidates it.
+	 */
+	fi->keep_cache = 1;
+	fuse_reply_open(req, fi);
+}
+
+void
+fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+	struct fsd_buf *b;
+	const struct ocfs2_dinode *di;
+	const char *p = NULL;
+	size_t len = 0;
+	void *base = NULL;
+	int rc;
+
+	(void)fi;
+	if (off < 0)
+		return (void)fuse_reply_err(req, EINVAL);
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0) {
+		di = (const struct ocfs2_dinode *)b->data;
+		if (!S_ISREG(LE16(di->i_mode)))
+			rc = -EINVAL;
+		else
+			rc = data_read(fs, di, (uint64_t)off, size, &base, &p, &len);
+		inode_unlock_block(fs, ip, LKM_PR, b);
+	}
+	inode_put(fs, ip);
+	if (rc != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fuse_reply_buf(req, p, len);
+	free(base);
+}
+
+void
+fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+void
+fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+    struct fuse_file_info *fi)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+	int rc;
+
+	(void)fi;
+	if (off < 0)
+		return (void)fuse_reply_err(req, EINVAL);
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	rc = file_write(fs, ip, (uint64_t)off, buf, size, !fsd_writeback_active);
+	if (rc == -ENOSPC && fsd_reclaim(fs))
+		rc = file_write(fs, ip, (uint64_t)off, buf, size, !fsd_writeback_active);
+	inode_put(fs, ip);
+	if (rc != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fuse_reply_write(req, size);
+}
+
+/*
+ * Everything of ours is in one log: making this file durable commits it
+ * all. The commit starts with an fdatasync of the device; when there was
+ * nothing to commit, sync anyway so that data written in place is durable.
+ */
+void
+fsd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct fsd *fs = fsd_of(req);
+	int rc;
+
+	(void)ino;
+	(void)datasync;
+	(void)fi;
+	rc = journal_commit(fs);
+	if (rc == 0 && fs->journal != NULL && fdatasync(fs->vol.fd) == -1)
+		rc = -errno;
+	fuse_reply_err(req, -rc);
+}
+
+void
+fsd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+/* Mode 0 and KEEP_SIZE; holes and zero ranges need the sparse feature. */
+void
+fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+    struct fuse_file_info *fi)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+	int rc;
+
+	(void)fi;
+	if (mode & ~FALLOC_FL_KEEP_SIZE)
+		return (void)fuse_reply_err(req, EOPNOTSUPP);
+	if (offset < 0 || length <= 0)
+		return (void)fuse_reply_err(req, EINVAL);
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	rc = file_fallocate(fs, ip, (uint64_t)offset + (uint64_t)length,
+	    (mode & FALLOC_FL_KEEP_SIZE) != 0);
+	if (rc == -ENOSPC && fsd_reclaim(fs))
+		rc = file_fallocate(fs, ip, (uint64_t)offset + (uint64_t)length,
+		    (mode & FALLOC_FL_KEEP_SIZE) != 0);
+	inode_put(fs, ip);
+	fuse_reply_err(req, -rc);
+}

@@ -1,0 +1,519 @@
+/*
+ * FUSE operations on names: create, mknod, mkdir, symlink, link, unlink,
+ * rmdir, rename. Each change is one handle (all or nothing). Writers are
+ * serialised by the journal and take the META locks they need EX;
+ * readers never hold two locks at once, so the order among a writer's
+ * locks cannot deadlock.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+#include "ops.h"
+
+/* Without indexed dirs nlink is 16 bits; the kernel stops at 32000. */
+#define FSD_LINK_MAX	32000
+
+uint8_t
+fsd_ft_of(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:	return OCFS2_FT_REG_FILE;
+	case S_IFDIR:	return OCFS2_FT_DIR;
+	case S_IFCHR:	return OCFS2_FT_CHRDEV;
+	case S_IFBLK:	return OCFS2_FT_BLKDEV;
+	case S_IFIFO:	return OCFS2_FT_FIFO;
+	case S_IFSOCK:	return OCFS2_FT_SOCK;
+	case S_IFLNK:	return OCFS2_FT_SYMLINK;
+	}
+	return OCFS2_FT_UNKNOWN;
+}
+
+static void
+links_add(struct ocfs2_dinode *di, int d)
+{
+	di->i_links_count = htole16((uint16_t)(LE16(di->i_links_count) + d));
+}
+
+/* A locked inode for an operation: the in-memory inode and its block. */
+struct locked {
+	struct fsd_inode	*ip;
+	struct fsd_buf		*b;
+	struct ocfs2_dinode	*di;
+};
+
+static int
+lock_ino(struct fsd *fs, uint64_t blkno, struct locked *l)
+{
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if ((rc = inode_get(fs, blkno, &l->ip)) != 0)
+		return rc;
+	if ((rc = inode_lock_block(fs, l->ip, LKM_EX, &l->b)) != 0) {
+		inode_put(fs, l->ip);
+		l->ip = NULL;
+		return rc;
+	}
+	l->di = (struct ocfs2_dinode *)l->b->data;
+	return 0;
+}
+
+static void
+unlock_ino(struct fsd *fs, struct locked *l)
+{
+	if (l->ip == NULL)
+		return;
+	inode_unlock_block(fs, l->ip, LKM_EX, l->b);
+	inode_put(fs, l->ip);
+	l->ip = NULL;
+}
+
+static int
+check_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0)
+		return -ENOENT;
+	if (len > OCFS2_MAX_FILENAME_LEN)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/*
+ * Make a new inode of mode under parent, named name: a directory gets
+ * "." and "..", a symlink its target (fast in the inode, or slow in a
+ * cluster). The entry for FUSE is filled on success.
+ */
+static int
+do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mode, dev_t rdev,
+    const char *target, struct fuse_entry_param *e)
+{
+	struct fsd *fs = fsd_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fsd_handle h;
+	struct locked dp;
+	struct fsd_buf *ib = NULL;
+	struct ocfs2_dinode *di;
+	uint64_t ino = 0, existing;
+	uint32_t gid;
+	size_t tlen;
+	int rc;
+
+	if ((rc = check_name(name)) != 0)
+		return rc;
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	if (!S_ISDIR(LE16(dp.di->i_mode)) || LE16(dp.di->i_links_count) == 0) {
+		rc = S_ISDIR(LE16(dp.di->i_mode)) ? -ENOENT : -ENOTDIR;
+		goto out;
+	}
+	if ((rc = dir_lookup(fs, dp.di, name, strlen(name), &existing)) != -ENOENT) {
+		rc = rc == 0 ? -EEXIST : rc;
+		goto out;
+	}
+	if (S_ISDIR(mode) && LE16(dp.di->i_links_count) >= FSD_LINK_MAX) {
+		rc = -EMLINK;
+		goto out;
+	}
+	/* BSD group semantics under a setgid directory, as the kernel does */
+	gid = ctx->gid;
+	if (LE16(dp.di->i_mode) & S_ISGID) {
+		gid = LE32(dp.di->i_gid);
+		if (S_ISDIR(mode))
+			mode |= S_ISGID;
+	}
+	if ((rc = inode_create(&h, mode, ctx->uid, gid, rdev, &ib)) != 0)
+		goto out;
+	di = (struct ocfs2_dinode *)ib->data;
+	ino = ib->blkno;
+	if (S_ISDIR(mode)) {
+		if ((rc = dir_init(&h, ib, dp.b->blkno)) != 0)
+			goto out;
+		if ((rc = journal_access(&h, dp.b)) != 0)
+			goto out;
+		links_add(dp.di, 1);	/* the new ".." */
+	} else if (S_ISLNK(mode)) {
+		tlen = strlen(target);
+		if (tlen + 1 <= (size_t)ocfs2_fast_symlink_chars(fs->vol.block_bytes)) {
+			memcpy(di->id2.i_symlink, target, tlen);
+			di->i_size = htole64(tlen);
+		} else {
+			/* slow: NUL-terminated in a cluster, i_size without the NUL */
+			di->id2.i_list.l_count = htole16(ocfs2_extent_recs_per_inode(fs->vol.block_bytes));
+			if ((rc = file_write_locked(&h, ib, 0, target, tlen + 1)) != 0)
+				goto out;
+			di->i_size = htole64(tlen);
+		}
+	}
+	if ((rc = dir_add(&h, dp.b, name, strlen(name), ino, fsd_ft_of(mode))) != 0)
+		goto out;
+	if ((rc = journal_access(&h, dp.b)) != 0)
+		goto out;
+	inode_now(dp.di, 0, 1, 1);
+	journal_dirty(&h, dp.b);
+	journal_dirty(&h, ib);
+out:
+	block_put(fs, ib);
+	unlock_ino(fs, &dp);
+	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc == 0)
+		rc = fsd_make_entry(fs, ino, e);
+	return rc;
+}
+
+/* Out of space: retry once after freeing what the truncate log holds. */
+static int
+do_create(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mode, dev_t rdev,
+    const char *target, struct fuse_entry_param *e)
+{
+	int rc = do_create_once(req, parent, name, mode, rdev, target, e);
+
+	if (rc == -ENOSPC && fsd_reclaim(fsd_of(req)))
+		rc = do_create_once(req, parent, name, mode, rdev, target, e);
+	return rc;
+}
+
+void
+fsd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct fuse_entry_param e;
+	int rc;
+
+	if (!S_ISREG(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISFIFO(mode) &&
+	    !S_ISSOCK(mode))
+		return (void)fuse_reply_err(req, EINVAL);
+	if ((rc = do_create(req, parent, name, mode, rdev, NULL, &e)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fuse_reply_entry(req, &e);
+}
+
+void
+fsd_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct fuse_entry_param e;
+	int rc;
+
+	if ((rc = do_create(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL, &e)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fuse_reply_entry(req, &e);
+}
+
+void
+fsd_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int rc;
+
+	if (strlen(link) == 0 || strlen(link) >= PATH_MAX)
+		return (void)fuse_reply_err(req, strlen(link) ? ENAMETOOLONG : ENOENT);
+	if ((rc = do_create(req, parent, name, S_IFLNK | 0777, 0, link, &e)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fuse_reply_entry(req, &e);
+}
+
+void
+fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+    struct fuse_file_info *fi)
+{
+	struct fuse_entry_param e;
+	int rc;
+
+	if ((rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, &e)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fi->keep_cache = 1;
+	fuse_reply_create(req, &e, fi);
+}
+
+void
+fsd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fuse_entry_param e;
+	struct fsd_handle h;
+	struct locked dp, ip;
+	uint64_t existing, blkno = fsd_ino_to_blkno(fs, ino);
+	int rc;
+
+	memset(&ip, 0, sizeof(ip));
+	if ((rc = check_name(newname)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = journal_start(fs, &h)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, newparent), &dp)) != 0)
+		goto stop;
+	if (!S_ISDIR(LE16(dp.di->i_mode))) {
+		rc = -ENOTDIR;
+		goto out;
+	}
+	if ((rc = dir_lookup(fs, dp.di, newname, strlen(newname), &existing)) != -ENOENT) {
+		rc = rc == 0 ? -EEXIST : rc;
+		goto out;
+	}
+	if ((rc = lock_ino(fs, blkno, &ip)) != 0)
+		goto out;
+	if (S_ISDIR(LE16(ip.di->i_mode)))
+		rc = -EPERM;
+	else if (LE16(ip.di->i_links_count) == 0)
+		rc = -ENOENT;
+	else if (LE16(ip.di->i_links_count) >= FSD_LINK_MAX)
+		rc = -EMLINK;
+	if (rc != 0)
+		goto out;
+	if ((rc = dir_add(&h, dp.b, newname, strlen(newname), blkno,
+	    fsd_ft_of(LE16(ip.di->i_mode)))) != 0)
+		goto out;
+	if ((rc = journal_access(&h, ip.b)) != 0 || (rc = journal_access(&h, dp.b)) != 0)
+		goto out;
+	links_add(ip.di, 1);
+	inode_now(ip.di, 0, 0, 1);
+	inode_now(dp.di, 0, 1, 1);
+	journal_dirty(&h, ip.b);
+	journal_dirty(&h, dp.b);
+out:
+	unlock_ino(fs, &ip);
+	unlock_ino(fs, &dp);
+stop:
+	journal_stop(&h, rc != 0);
+	if (rc == 0)
+		rc = fsd_make_entry(fs, blkno, &e);
+	if (rc != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fuse_reply_entry(req, &e);
+}
+
+/*
+ * Drop one name's reference to a locked inode: a directory loses its "."
+ * too and its parent the "..". At zero links it goes to the orphan dir.
+ */
+static int
+drop_link(struct fsd_handle *h, struct locked *parent, struct locked *victim)
+{
+	int rc, isdir = S_ISDIR(LE16(victim->di->i_mode));
+
+	if ((rc = journal_access(h, victim->b)) != 0 || (rc = journal_access(h, parent->b)) != 0)
+		return rc;
+	if (isdir) {
+		victim->di->i_links_count = 0;
+		links_add(parent->di, -1);
+	} else
+		links_add(victim->di, -1);
+	inode_now(victim->di, 0, 0, 1);
+	journal_dirty(h, victim->b);
+	journal_dirty(h, parent->b);
+	if (LE16(victim->di->i_links_count) == 0)
+		return orphan_add(h, victim->b);
+	return 0;
+}
+
+static void
+do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int rmdir)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fsd_handle h;
+	struct locked dp, ip;
+	uint64_t ino;
+	int rc, isdir;
+
+	memset(&ip, 0, sizeof(ip));
+	if ((rc = check_name(name)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = journal_start(fs, &h)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0)
+		goto stop;
+	if ((rc = dir_lookup(fs, dp.di, name, strlen(name), &ino)) != 0)
+		goto out;
+	if ((rc = lock_ino(fs, ino, &ip)) != 0)
+		goto out;
+	isdir = S_ISDIR(LE16(ip.di->i_mode));
+	if (rmdir && !isdir)
+		rc = -ENOTDIR;
+	else if (!rmdir && isdir)
+		rc = -EISDIR;
+	else if (rmdir && (rc = dir_is_empty(fs, ip.di)) >= 0)
+		rc = rc ? 0 : -ENOTEMPTY;
+	if (rc != 0)
+		goto out;
+	if ((rc = dir_remove(&h, dp.di, name, strlen(name))) != 0)
+		goto out;
+	if ((rc = drop_link(&h, &dp, &ip)) != 0)
+		goto out;
+	inode_now(dp.di, 0, 1, 1);
+out:
+	unlock_ino(fs, &ip);
+	unlock_ino(fs, &dp);
+stop:
+	journal_stop(&h, rc != 0);
+	fuse_reply_err(req, -rc);
+}
+
+void
+fsd_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	do_remove(req, parent, name, 0);
+}
+
+void
+fsd_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	do_remove(req, parent, name, 1);
+}
+
+struct dotdot {
+	uint64_t	ino;
+};
+
+static int
+dotdot_cb(void *arg, const struct fsd_dirent *d)
+{
+	if (d->name_len == 2 && d->name[0] == '.' && d->name[1] == '.') {
+		((struct dotdot *)arg)->ino = d->ino;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Is dir (or one of its ancestors) the directory moved? Walk ".." up to
+ * the root. The journal serialises renames, so the tree holds still.
+ */
+static int
+is_within(struct fsd *fs, uint64_t dir, uint64_t moved)
+{
+	struct fsd_buf *b;
+	struct dotdot dd;
+	unsigned depth;
+	int rc;
+
+	for (depth = 0; depth < 4096; depth++) {
+		if (dir == moved)
+			return 1;
+		if (dir == fs->root_blkno)
+			return 0;
+		if ((rc = block_read(fs, dir, BLK_INODE, &b)) != 0)
+			return rc;
+		dd.ino = 0;
+		rc = dir_iterate(fs, (const struct ocfs2_dinode *)b->data, 0, dotdot_cb, &dd);
+		block_put(fs, b);
+		if (rc < 0)
+			return rc;
+		if (dd.ino == 0 || dd.ino == dir)
+			return -EIO;
+		dir = dd.ino;
+	}
+	return -ELOOP;
+}
+
+void
+fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+    const char *newname, unsigned int flags)
+{
+	struct fsd *fs = fsd_of(req);
+	struct locked op, np, sp, tp;
+	struct fsd_handle h;
+	struct locked *npp;
+	uint64_t src, dst = 0;
+	int rc, sdir, same, r;
+
+	memset(&np, 0, sizeof(np));
+	memset(&sp, 0, sizeof(sp));
+	memset(&tp, 0, sizeof(tp));
+	if (flags & ~RENAME_NOREPLACE)
+		return (void)fuse_reply_err(req, EINVAL);	/* no RENAME_EXCHANGE/WHITEOUT */
+	if ((rc = check_name(name)) != 0 || (rc = check_name(newname)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = journal_start(fs, &h)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	same = fsd_ino_to_blkno(fs, parent) == fsd_ino_to_blkno(fs, newparent);
+	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &op)) != 0)
+		goto stop;
+	if (!same && (rc = lock_ino(fs, fsd_ino_to_blkno(fs, newparent), &np)) != 0)
+		goto out;
+	npp = same ? &op : &np;
+	if (!S_ISDIR(LE16(npp->di->i_mode)) || LE16(npp->di->i_links_count) == 0) {
+		rc = S_ISDIR(LE16(npp->di->i_mode)) ? -ENOENT : -ENOTDIR;
+		goto out;
+	}
+	if ((rc = dir_lookup(fs, op.di, name, strlen(name), &src)) != 0)
+		goto out;
+	r = dir_lookup(fs, npp->di, newname, strlen(newname), &dst);
+	if (r != 0 && r != -ENOENT) {
+		rc = r;
+		goto out;
+	}
+	if (r == 0 && (flags & RENAME_NOREPLACE)) {
+		rc = -EEXIST;
+		goto out;
+	}
+	if (r == 0 && dst == src)
+		goto out;	/* two names of one inode: nothing to do */
+	if ((rc = lock_ino(fs, src, &sp)) != 0)
+		goto out;
+	sdir = S_ISDIR(LE16(sp.di->i_mode));
+	if (sdir && !same) {
+		if ((rc = is_within(fs, npp->b->blkno, src)) != 0) {
+			rc = rc > 0 ? -EINVAL : rc;
+			goto out;
+		}
+		if (r != 0 && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) {
+			rc = -EMLINK;
+			goto out;
+		}
+	}
+	if (r == 0) {
+		if ((rc = lock_ino(fs, dst, &tp)) != 0)
+			goto out;
+		if (sdir && !S_ISDIR(LE16(tp.di->i_mode)))
+			rc = -ENOTDIR;
+		else if (!sdir && S_ISDIR(LE16(tp.di->i_mode)))
+			rc = -EISDIR;
+		else if (sdir && (rc = dir_is_empty(fs, tp.di)) >= 0)
+			rc = rc ? 0 : -ENOTEMPTY;
+		if (rc != 0)
+			goto out;
+		/* the new name now names src; the old target loses a link */
+		if ((rc = dir_retarget(&h, npp->di, newname, strlen(newname), src,
+		    fsd_ft_of(LE16(sp.di->i_mode)))) != 0 || (rc = drop_link(&h, npp, &tp)) != 0)
+			goto out;
+	} else if ((rc = dir_add(&h, npp->b, newname, strlen(newname), src,
+	    fsd_ft_of(LE16(sp.di->i_mode)))) != 0)
+		goto out;
+	if ((rc = dir_remove(&h, op.di, name, strlen(name))) != 0)
+		goto out;
+	if ((rc = journal_access(&h, sp.b)) != 0 || (rc = journal_access(&h, op.b)) != 0 ||
+	    (rc = journal_access(&h, npp->b)) != 0)
+		goto out;
+	if (sdir && !same) {
+		/* its ".." moves from the old parent to the new one */
+		if ((rc = dir_retarget(&h, sp.di, "..", 2, npp->b->blkno, OCFS2_FT_DIR)) != 0)
+			goto out;
+		links_add(op.di, -1);
+		links_add(npp->di, 1);
+	}
+	inode_now(sp.di, 0, 0, 1);
+	inode_now(op.di, 0, 1, 1);
+	inode_now(npp->di, 0, 1, 1);
+	journal_dirty(&h, sp.b);
+	journal_dirty(&h, op.b);
+	journal_dirty(&h, npp->b);
+out:
+	unlock_ino(fs, &tp);
+	unlock_ino(fs, &sp);
+	if (!same)
+		unlock_ino(fs, &np);
+	unlock_ino(fs, &op);
+stop:
+	journal_stop(&h, rc != 0);
+	fuse_reply_err(req, -rc);
+}

@@ -1,0 +1,185 @@
+/*
+ * The orphan directory (ondisk.md §5.7): an inode whose last name goes
+ * away is moved into our slot's orphan_dir, named by its block number
+ * in 16 hex digits, and deleted only when nothing uses it any more (the
+ * kernel forgot it, or at mount/unmount for what a crash or an unmount
+ * left behind). Deleting it: its clusters go through the truncate log,
+ * then the orphan entry, the inode and its allocator bit go in one
+ * transaction.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "util.h"
+
+#include "fsd.h"
+
+static uint8_t
+ft_of(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:	return OCFS2_FT_REG_FILE;
+	case S_IFDIR:	return OCFS2_FT_DIR;
+	case S_IFCHR:	return OCFS2_FT_CHRDEV;
+	case S_IFBLK:	return OCFS2_FT_BLKDEV;
+	case S_IFIFO:	return OCFS2_FT_FIFO;
+	case S_IFSOCK:	return OCFS2_FT_SOCK;
+	case S_IFLNK:	return OCFS2_FT_SYMLINK;
+	}
+	return OCFS2_FT_UNKNOWN;
+}
+
+static int
+orphan_dir_get(struct fsd *fs, int slot, struct fsd_inode **op, struct fsd_buf **ob)
+{
+	int rc;
+
+	if ((rc = inode_get(fs, fs->slots[slot].orphan_dir, op)) != 0)
+		return rc;
+	if ((rc = inode_lock_block(fs, *op, LKM_EX, ob)) != 0)
+		inode_put(fs, *op);
+	return rc;
+}
+
+static void
+orphan_dir_put(struct fsd *fs, struct fsd_inode *op, struct fsd_buf *ob)
+{
+	inode_unlock_block(fs, op, LKM_EX, ob);
+	inode_put(fs, op);
+}
+
+int
+orphan_add(struct fsd_handle *h, struct fsd_buf *ib)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct ocfs2_dinode *odi;
+	struct fsd_inode *op;
+	struct fsd_buf *ob;
+	char name[17];
+	int rc;
+
+	snprintf(name, sizeof(name), "%016" PRIx64, ib->blkno);
+	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+		return rc;
+	odi = (struct ocfs2_dinode *)ob->data;
+	if ((rc = journal_access(h, ib)) != 0 || (rc = journal_access(h, ob)) != 0)
+		goto out;
+	if ((rc = dir_add(h, ob, name, 16, ib->blkno, ft_of(LE16(di->i_mode)))) != 0)
+		goto out;
+	/* a directory in the orphan dir counts as a subdirectory of it */
+	if (S_ISDIR(LE16(di->i_mode)))
+		odi->i_links_count = htole16(LE16(odi->i_links_count) + 1);
+	di->i_flags = htole32(LE32(di->i_flags) | OCFS2_ORPHANED_FL);
+	di->i_orphaned_slot = htole16((uint16_t)fs->slot);
+	journal_dirty(h, ib);
+	journal_dirty(h, ob);
+out:
+	orphan_dir_put(fs, op, ob);
+	return rc;
+}
+
+int
+orphan_wipe(struct fsd *fs, uint64_t blkno)
+{
+	struct ocfs2_dinode *di;
+	struct fsd_inode *ip, *op;
+	struct fsd_buf *ib, *ob;
+	struct fsd_handle h;
+	char name[17];
+	unsigned slot;
+	int rc, isdir;
+
+	if ((rc = inode_get(fs, blkno, &ip)) != 0)
+		return rc;
+	/* Still linked somewhere (or never orphaned): nothing to do. */
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
+		goto out;
+	di = (struct ocfs2_dinode *)ib->data;
+	slot = LE16(di->i_orphaned_slot);
+	isdir = S_ISDIR(LE16(di->i_mode));
+	rc = (LE32(di->i_flags) & OCFS2_ORPHANED_FL) && LE16(di->i_links_count) == 0 &&
+	    slot < fs->vol.max_slots;
+	inode_unlock_block(fs, ip, LKM_PR, ib);
+	if (!rc)
+		goto out;
+	if ((rc = file_free_all(fs, ip)) != 0)
+		goto out;
+	if ((rc = journal_start(fs, &h)) != 0)
+		goto out;
+	if ((rc = orphan_dir_get(fs, (int)slot, &op, &ob)) != 0) {
+		journal_stop(&h, 1);
+		goto out;
+	}
+	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) == 0) {
+		snprintf(name, sizeof(name), "%016" PRIx64, blkno);
+		rc = dir_remove(&h, (const struct ocfs2_dinode *)ob->data, name, 16);
+		if (rc == 0 && isdir && (rc = journal_access(&h, ob)) == 0) {
+			struct ocfs2_dinode *odi = (struct ocfs2_dinode *)ob->data;
+
+			odi->i_links_count = htole16(LE16(odi->i_links_count) - 1);
+			journal_dirty(&h, ob);
+		}
+		if (rc == 0)
+			rc = inode_wipe(&h, ib);
+		inode_unlock_block(fs, ip, LKM_EX, ib);
+	}
+	orphan_dir_put(fs, op, ob);
+	journal_stop(&h, rc != 0);
+	if (rc == 0)
+		log_debug("inode %llu deleted", (unsigned long long)blkno);
+out:
+	inode_put(fs, ip);
+	if (rc < 0)
+		log_warnx("deleting orphan inode %llu: %s", (unsigned long long)blkno, strerror(-rc));
+	return rc < 0 ? rc : 0;
+}
+
+struct collect {
+	uint64_t	*ino;
+	unsigned	 n, cap;
+};
+
+static int
+collect_cb(void *arg, const struct fsd_dirent *d)
+{
+	struct collect *c = arg;
+
+	if ((d->name_len == 1 && d->name[0] == '.') ||
+	    (d->name_len == 2 && d->name[0] == '.' && d->name[1] == '.'))
+		return 0;
+	if (c->n == c->cap) {
+		c->cap = c->cap ? 2 * c->cap : 16;
+		c->ino = xrealloc(c->ino, c->cap * sizeof(*c->ino));
+	}
+	c->ino[c->n++] = d->ino;
+	return 0;
+}
+
+int
+orphan_recover(struct fsd *fs, int slot)
+{
+	struct collect c = { NULL, 0, 0 };
+	struct fsd_inode *op;
+	struct fsd_buf *ob;
+	unsigned i;
+	int rc;
+
+	if ((rc = inode_get(fs, fs->slots[slot].orphan_dir, &op)) != 0)
+		return rc;
+	if ((rc = inode_lock_block(fs, op, LKM_PR, &ob)) == 0) {
+		rc = dir_iterate(fs, (const struct ocfs2_dinode *)ob->data, 0, collect_cb, &c);
+		inode_unlock_block(fs, op, LKM_PR, ob);
+	}
+	inode_put(fs, op);
+	for (i = 0; rc >= 0 && i < c.n; i++)
+		rc = orphan_wipe(fs, c.ino[i]);
+	if (c.n > 0)
+		log_info("orphan_dir:%04d: %u inodes deleted", slot, c.n);
+	free(c.ino);
+	return rc < 0 ? rc : 0;
+}

@@ -1,0 +1,391 @@
+/*
+ * Mount and unmount: read the superblock, refuse what we don't
+ * implement by name, find the system files, and check the state the
+ * volume was left in.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "util.h"
+
+#include "fsd.h"
+
+/* Feature names as mkfs.ocfs2 and tunefs.ocfs2 spell them. */
+static const struct feature_name {
+	int		 kind;	/* 0 compat, 1 incompat, 2 ro_compat */
+	uint32_t	 bit;
+	const char	*name;
+} feature_names[] = {
+	{ 0, OCFS2_FEATURE_COMPAT_BACKUP_SB, "backup-super" },
+	{ 0, OCFS2_FEATURE_COMPAT_JBD2_SB, "strict-journal-super" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_HEARTBEAT_DEV, "heartbeat-device" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_RESIZE_INPROG, "resize-in-progress" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT, "local" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC, "sparse" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_TUNEFS_INPROG, "tunefs-in-progress" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_INLINE_DATA, "inline-data" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_USERSPACE_STACK, "userspace-stack" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_EXTENDED_SLOT_MAP, "extended-slotmap" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_XATTR, "xattr" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS, "indexed-dirs" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_META_ECC, "metaecc" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_REFCOUNT_TREE, "refcount" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG, "discontig-bg" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_CLUSTERINFO, "clusterinfo" },
+	{ 1, OCFS2_FEATURE_INCOMPAT_APPEND_DIO, "append-dio" },
+	{ 2, OCFS2_FEATURE_RO_COMPAT_UNWRITTEN, "unwritten" },
+	{ 2, OCFS2_FEATURE_RO_COMPAT_USRQUOTA, "usrquota" },
+	{ 2, OCFS2_FEATURE_RO_COMPAT_GRPQUOTA, "grpquota" },
+};
+
+/*
+ * What fsd implements. The max-compat feature level plus what a
+ * clustered mkfs adds (extended-slotmap, clusterinfo) and what a local
+ * volume carries (local). Default-level features come with later issues.
+ */
+#define FSD_COMPAT_SUPP		(OCFS2_FEATURE_COMPAT_BACKUP_SB | OCFS2_FEATURE_COMPAT_JBD2_SB)
+#define FSD_INCOMPAT_SUPP	(OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT | \
+				 OCFS2_FEATURE_INCOMPAT_EXTENDED_SLOT_MAP | \
+				 OCFS2_FEATURE_INCOMPAT_CLUSTERINFO)
+#define FSD_RO_COMPAT_SUPP	0
+
+static void
+feature_name(int kind, uint32_t bit, char *out, size_t outlen)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(feature_names); i++) {
+		if (feature_names[i].kind == kind && feature_names[i].bit == bit) {
+			snprintf(out, outlen, "%s", feature_names[i].name);
+			return;
+		}
+	}
+	snprintf(out, outlen, "unknown %s feature %#x",
+	    kind == 0 ? "compat" : kind == 1 ? "incompat" : "ro-compat", bit);
+}
+
+int
+super_check_features(uint32_t compat, uint32_t incompat, uint32_t ro_compat, int readonly,
+    char *err, size_t errlen)
+{
+	uint32_t bad, bit;
+	char name[64];
+
+	(void)compat;	/* compat features never stop a mount */
+	if ((bad = incompat & ~FSD_INCOMPAT_SUPP) != 0) {
+		bit = bad & -bad;
+		feature_name(1, bit, name, sizeof(name));
+		snprintf(err, errlen, "the volume uses the incompatible feature \"%s\", "
+		    "which fsd does not implement", name);
+		return -1;
+	}
+	/*
+	 * ro-compat features are, by definition, safe to ignore when
+	 * nothing is written (the kernel mounts such volumes read-only).
+	 */
+	if (!readonly && (bad = ro_compat & ~FSD_RO_COMPAT_SUPP) != 0) {
+		bit = bad & -bad;
+		feature_name(2, bit, name, sizeof(name));
+		snprintf(err, errlen, "the volume uses the read-only-compatible feature "
+		    "\"%s\", which fsd does not implement: mount it with -o ro", name);
+		return -1;
+	}
+	return 0;
+}
+
+/* A system file's inode number by name ("journal" + slot 3 -> "journal:0003"). */
+static int
+sysfile(struct fsd *fs, const char *name, int slot, uint64_t *blkno, char *err, size_t errlen)
+{
+	struct fsd_buf *b;
+	char full[64];
+	int rc;
+
+	if (slot >= 0)
+		snprintf(full, sizeof(full), "%s:%04d", name, slot);
+	else
+		snprintf(full, sizeof(full), "%s", name);
+	if ((rc = block_read(fs, fs->sysdir_blkno, BLK_INODE, &b)) != 0) {
+		snprintf(err, errlen, "the system directory (inode %llu) is unreadable",
+		    (unsigned long long)fs->sysdir_blkno);
+		return -1;
+	}
+	rc = dir_lookup(fs, (const struct ocfs2_dinode *)b->data, full, strlen(full), blkno);
+	block_put(fs, b);
+	if (rc != 0) {
+		snprintf(err, errlen, "system file %s: %s", full,
+		    rc == -ENOENT ? "missing" : strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+static int
+find_system_files(struct fsd *fs, char *err, size_t errlen)
+{
+	struct fsd_slot *s;
+	unsigned i;
+
+	if (sysfile(fs, "global_bitmap", -1, &fs->global_bitmap, err, errlen) == -1 ||
+	    sysfile(fs, "global_inode_alloc", -1, &fs->global_inode_alloc, err, errlen) == -1 ||
+	    sysfile(fs, "slot_map", -1, &fs->slot_map, err, errlen) == -1)
+		return -1;
+	fs->slots = xcalloc(fs->vol.max_slots, sizeof(*fs->slots));
+	for (i = 0; i < fs->vol.max_slots; i++) {
+		s = &fs->slots[i];
+		if (sysfile(fs, "journal", (int)i, &s->journal, err, errlen) == -1 ||
+		    sysfile(fs, "local_alloc", (int)i, &s->local_alloc, err, errlen) == -1 ||
+		    sysfile(fs, "truncate_log", (int)i, &s->truncate_log, err, errlen) == -1 ||
+		    sysfile(fs, "orphan_dir", (int)i, &s->orphan_dir, err, errlen) == -1 ||
+		    sysfile(fs, "inode_alloc", (int)i, &s->inode_alloc, err, errlen) == -1 ||
+		    sysfile(fs, "extent_alloc", (int)i, &s->extent_alloc, err, errlen) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * A read-only mount writes nothing, so it cannot replay a journal: refuse
+ * a volume whose journals hold transactions rather than show a state
+ * that recovery would change.
+ */
+static int
+check_journals_clean(struct fsd *fs, char *err, size_t errlen)
+{
+	struct fsd_buf *b;
+	unsigned i;
+	int dirty;
+
+	for (i = 0; i < fs->vol.max_slots; i++) {
+		if (block_read(fs, fs->slots[i].journal, BLK_INODE, &b) != 0) {
+			snprintf(err, errlen, "journal:%04u is unreadable", i);
+			return -1;
+		}
+		dirty = LE32(((const struct ocfs2_dinode *)b->data)->id1.journal1.ij_flags) &
+		    OCFS2_JOURNAL_DIRTY_FL;
+		block_put(fs, b);
+		if (dirty) {
+			snprintf(err, errlen, "the journal of slot %u needs recovery; "
+			    "a read-only mount cannot replay it", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* jbd2's commit interval: what was not fsync'ed is at most this old. */
+static void *
+commit_loop(void *arg)
+{
+	struct fsd *fs = arg;
+	struct timespec ts;
+	int rc;
+
+	pthread_mutex_lock(&fs->commit_mtx);
+	while (!fs->commit_stop) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += fs->commit_ms / 1000;
+		ts.tv_nsec += (long)(fs->commit_ms % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&fs->commit_cv, &fs->commit_mtx, &ts);
+		if (fs->commit_stop)
+			break;
+		pthread_mutex_unlock(&fs->commit_mtx);
+		/* tl_flush commits first, then frees what the log holds */
+		if ((rc = tl_flush(fs)) != 0 || (rc = journal_commit(fs)) != 0)
+			log_warnx("periodic commit: %s", strerror(-rc));
+		pthread_mutex_lock(&fs->commit_mtx);
+	}
+	pthread_mutex_unlock(&fs->commit_mtx);
+	return NULL;
+}
+
+/*
+ * Read-write: take a slot, replay its journal if a crash left it dirty,
+ * then open it for this session and mark it dirty (ondisk.md §6.5, §7.3).
+ */
+static int
+mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errlen)
+{
+	unsigned replayed;
+	int rc;
+
+	fs->node_num = o->node_num;
+	if (slot_claim(fs, err, errlen) == -1)
+		return -1;
+	if (recovery_replay_slot(fs, fs->slot, &replayed, err, errlen) == -1)
+		return -1;
+	if (journal_open(fs, fs->slot, &fs->journal, err, errlen) == -1)
+		return -1;
+	if ((rc = journal_load(fs->journal)) != 0 ||
+	    (rc = journal_set_dirty(fs, fs->slots[fs->slot].journal, 1, 0)) != 0) {
+		snprintf(err, errlen, "journal:%04d: %s", fs->slot, strerror(-rc));
+		return -1;
+	}
+	/* what a crash left in our local alloc, truncate log and orphan dir */
+	if ((rc = la_release(fs)) != 0 || (rc = tl_flush(fs)) != 0 ||
+	    (rc = orphan_recover(fs, fs->slot)) != 0 ||
+	    (rc = journal_commit(fs)) != 0) {
+		snprintf(err, errlen, "recovering slot %d: %s", fs->slot, strerror(-rc));
+		return -1;
+	}
+	fs->commit_ms = o->commit_ms ? o->commit_ms : 5000;
+	pthread_mutex_init(&fs->commit_mtx, NULL);
+	pthread_cond_init(&fs->commit_cv, NULL);
+	if (pthread_create(&fs->commit_thread, NULL, commit_loop, fs) != 0) {
+		snprintf(err, errlen, "cannot start the commit thread");
+		return -1;
+	}
+	fs->commit_running = 1;
+	return 0;
+}
+
+int
+super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
+    char *err, size_t errlen)
+{
+	struct ocfs2_super_block *sb;
+	struct ocfs2_dinode *di;
+	struct fsd_buf *b;
+	uint8_t *buf;
+	int rc;
+
+	memset(fs, 0, sizeof(*fs));
+	fs->slot = -1;
+	fs->readonly = o->readonly;
+	pthread_mutex_init(&fs->err_mtx, NULL);
+	if (volume_open(device, o->readonly ? O_RDONLY : O_RDWR, &fs->vol, err, errlen) == -1)
+		return -1;
+	if (super_check_features(fs->vol.compat, fs->vol.incompat, fs->vol.ro_compat,
+	    fs->readonly, err, errlen) == -1)
+		goto fail;
+
+	if ((buf = volume_alloc(fs->vol.block_bytes)) == NULL)
+		fatal("out of memory");
+	if (volume_read_blocks(&fs->vol, OCFS2_SUPER_BLOCK_BLKNO, 1, buf) == -1) {
+		snprintf(err, errlen, "%s: superblock: %s", device, strerror(errno));
+		free(buf);
+		goto fail;
+	}
+	di = (struct ocfs2_dinode *)buf;
+	sb = &di->id2.i_super;
+	if (LE16(sb->s_major_rev_level) != OCFS2_MAJOR_REV_LEVEL ||
+	    LE16(sb->s_minor_rev_level) != OCFS2_MINOR_REV_LEVEL) {
+		snprintf(err, errlen, "%s: unsupported revision %u.%u", device,
+		    LE16(sb->s_major_rev_level), LE16(sb->s_minor_rev_level));
+		free(buf);
+		goto fail;
+	}
+	fs->fs_generation = LE32(di->i_fs_generation);
+	fs->clusters = LE32(di->i_clusters);
+	fs->first_cluster_group = LE64(sb->s_first_cluster_group);
+	memcpy(fs->uuid, sb->s_uuid, sizeof(fs->uuid));
+	fs->bbits = LE32(sb->s_blocksize_bits);
+	fs->cbits = LE32(sb->s_clustersize_bits);
+	free(buf);
+	fs->bpc = 1u << (fs->cbits - fs->bbits);
+	fs->nblocks = (uint64_t)fs->clusters << (fs->cbits - fs->bbits);
+	fs->root_blkno = fs->vol.root_blkno;
+	fs->sysdir_blkno = fs->vol.system_dir_blkno;
+	if (fs->nblocks << fs->bbits > fs->vol.size_bytes || fs->vol.max_slots == 0 ||
+	    fs->vol.max_slots > OCFS2_MAX_SLOTS) {
+		snprintf(err, errlen, "%s: superblock geometry is impossible (%u clusters, "
+		    "%u slots, device of %llu bytes)", device, fs->clusters, fs->vol.max_slots,
+		    (unsigned long long)fs->vol.size_bytes);
+		goto fail;
+	}
+	cache_init(&fs->cache, o->cache_blocks);
+	itable_init(fs);
+	if (find_system_files(fs, err, errlen) == -1)
+		goto fail;
+	if ((rc = block_read(fs, fs->root_blkno, BLK_INODE, &b)) != 0) {
+		snprintf(err, errlen, "the root directory (inode %llu) is unreadable",
+		    (unsigned long long)fs->root_blkno);
+		goto fail;
+	}
+	rc = S_ISDIR(LE16(((const struct ocfs2_dinode *)b->data)->i_mode));
+	block_put(fs, b);
+	if (!rc) {
+		snprintf(err, errlen, "the root inode %llu is not a directory",
+		    (unsigned long long)fs->root_blkno);
+		goto fail;
+	}
+	if (fs->readonly && check_journals_clean(fs, err, errlen) == -1)
+		goto fail;
+	if (!fs->readonly && mount_rw(fs, o, err, errlen) == -1)
+		goto fail;
+	log_info("%s: OCFS2 volume %s \"%s\", %u-byte blocks, %u-byte clusters, %u slots%s%s, %s",
+	    device, fs->vol.uuid, fs->vol.label, fs->vol.block_bytes, fs->vol.cluster_bytes,
+	    fs->vol.max_slots, fs->vol.cluster_stack[0] ? ", cluster stack " : "",
+	    fs->vol.cluster_stack, fs->readonly ? "read-only" : "read-write");
+	if (!fs->readonly)
+		log_info("slot %d, node %u", fs->slot, fs->node_num);
+	return 0;
+fail:
+	/* Leave the disk as the failure found it: no clean-unmount writes. */
+	super_abandon(fs);
+	return -1;
+}
+
+static void
+stop_commit_thread(struct fsd *fs)
+{
+	if (!fs->commit_running)
+		return;
+	pthread_mutex_lock(&fs->commit_mtx);
+	fs->commit_stop = 1;
+	pthread_cond_signal(&fs->commit_cv);
+	pthread_mutex_unlock(&fs->commit_mtx);
+	pthread_join(fs->commit_thread, NULL);
+	fs->commit_running = 0;
+	pthread_cond_destroy(&fs->commit_cv);
+	pthread_mutex_destroy(&fs->commit_mtx);
+}
+
+void
+super_unmount(struct fsd *fs)
+{
+	int rc;
+
+	stop_commit_thread(fs);
+	if (fs->journal != NULL) {
+		/*
+		 * ocfs2_dismount_volume's order: make everything durable at
+		 * home, empty the log, clear DIRTY_FL, then free the slot.
+		 * A failure leaves the journal dirty for the next mount.
+		 */
+		if ((rc = orphan_recover(fs, fs->slot)) != 0)
+			log_warnx("unmount: orphans: %s", strerror(-rc));
+		if ((rc = la_release(fs)) != 0 || (rc = tl_flush(fs)) != 0 ||
+		    (rc = journal_shutdown(fs)) != 0)
+			log_warnx("unmount: journal: %s; it stays dirty", strerror(-rc));
+		else if ((rc = journal_set_dirty(fs, fs->slots[fs->slot].journal, 0, 0)) != 0)
+			log_warnx("unmount: clearing the journal's dirty flag: %s", strerror(-rc));
+		else if ((rc = slot_release(fs)) != 0)
+			log_warnx("unmount: releasing slot %d: %s", fs->slot, strerror(-rc));
+	}
+	super_abandon(fs);
+}
+
+void
+super_abandon(struct fsd *fs)
+{
+	stop_commit_thread(fs);
+	journal_close(fs->journal);
+	fs->journal = NULL;
+	itable_destroy(fs);
+	cache_destroy(&fs->cache);
+	free(fs->slots);
+	fs->slots = NULL;
+	if (fs->vol.fd >= 0 && fs->vol.path != NULL)
+		volume_close(&fs->vol);
+	pthread_mutex_destroy(&fs->err_mtx);
+}

@@ -1,0 +1,261 @@
+/*
+ * Allocators and extent trees on a real volume made by mkfs.ocfs2 with
+ * 512-byte blocks (19 records in an inode, 28 per extent block): a file
+ * of one-cluster extents grown to a depth-3 tree and cut back, every
+ * cluster mapped where it was put, suballocators grown, counts that add
+ * up, and fsck.ocfs2 -fn clean at the end.
+ */
+#include <criterion/criterion.h>
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsd/fsd.h"
+
+static char dir[64], img[128];
+
+static void
+make_volume(void)
+{
+	char cmd[512];
+
+	strcpy(dir, "/tmp/fsd-unit.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(img, sizeof(img), "%s/v.img", dir);
+	snprintf(cmd, sizeof(cmd), "truncate -s 256M %s && mkfs.ocfs2 -q -F -M local "
+	    "--fs-feature-level=max-compat -b 512 -C 4096 %s </dev/null >/dev/null 2>&1", img, img);
+	cr_assert_eq(system(cmd), 0, "mkfs.ocfs2");
+}
+
+static void
+remove_volume(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static int
+fsck_clean(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "out=$(fsck.ocfs2 -fn %s 2>&1); echo \"$out\" | "
+	    "grep -q 'All passes succeeded' && ! echo \"$out\" | grep '^\\['", img);
+	return system(cmd) == 0;
+}
+
+/* Walk every chain: c_total/c_free and the inode's totals must agree (fsck pass 0). */
+static void
+check_chains(struct fsd *fs, uint64_t alloc)
+{
+	const struct ocfs2_dinode *di;
+	const struct ocfs2_chain_list *cl;
+	struct fsd_buf *ab, *gb;
+	uint64_t g, next, itotal = 0, iused = 0, ct, cf;
+	unsigned i;
+
+	cr_assert_eq(block_read(fs, alloc, BLK_INODE, &ab), 0);
+	di = (const struct ocfs2_dinode *)ab->data;
+	cl = &di->id2.i_chain;
+	for (i = 0; i < le16toh(cl->cl_next_free_rec); i++) {
+		ct = cf = 0;
+		for (g = le64toh(cl->cl_recs[i].c_blkno); g != 0; g = next) {
+			cr_assert_eq(block_read(fs, g, BLK_GROUP, &gb), 0);
+			ct += le16toh(((const struct ocfs2_group_desc *)gb->data)->bg_bits);
+			cf += le16toh(((const struct ocfs2_group_desc *)gb->data)->bg_free_bits_count);
+			next = le64toh(((const struct ocfs2_group_desc *)gb->data)->bg_next_group);
+			block_put(fs, gb);
+		}
+		cr_assert_eq(ct, le32toh(cl->cl_recs[i].c_total), "chain %u total", i);
+		cr_assert_eq(cf, le32toh(cl->cl_recs[i].c_free), "chain %u free", i);
+		itotal += ct;
+		iused += ct - cf;
+	}
+	cr_assert_eq(itotal, le32toh(di->id1.bitmap1.i_total));
+	cr_assert_eq(iused, le32toh(di->id1.bitmap1.i_used));
+	block_put(fs, ab);
+}
+
+Test(fsd_alloc, deep_tree_grows_maps_and_shrinks, .init = make_volume, .fini = remove_volume,
+    .timeout = 120)
+{
+	struct fsd_mount_opts o = { 0, 4096, 0, 600000 };
+	enum { N = 15000 };	/* > 19 * 28 * 28: depth 3 */
+	static uint32_t where[N], spacer[N];
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_buf *ib, *rb;
+	struct fsd_inode *ip;
+	struct fsd_extent ex;
+	uint64_t ino;
+	uint32_t goal = 0, start;
+	unsigned k, got;
+	char err[256];
+
+	cr_assert_eq(super_mount(&fs, img, &o, err, sizeof(err)), 0, "%s", err);
+	/* a file, linked in the root so that fsck sees it connected */
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(inode_create(&h, S_IFREG | 0644, 0, 0, 0, &ib), 0);
+	ino = ib->blkno;
+	cr_assert_eq(block_read(&fs, fs.root_blkno, BLK_INODE, &rb), 0);
+	cr_assert_eq(dir_add(&h, rb, "deep", 4, ino, OCFS2_FT_REG_FILE), 0);
+	block_put(&fs, rb);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+
+	/* one cluster for the file, one spacer, so that no two extents merge */
+	for (k = 0; k < N; k++) {
+		cr_assert_eq(journal_start(&fs, &h), 0);
+		cr_assert_eq(journal_access(&h, ib), 0);
+		cr_assert_eq(alloc_clusters(&h, goal, 1, 1, &where[k], &got), 0);
+		cr_assert_eq(alloc_clusters(&h, where[k] + 1, 1, 1, &spacer[k], &got), 0);
+		goal = spacer[k] + 1;
+		cr_assert_eq(extent_append(&h, ib, k, (uint64_t)where[k] << 3, 1), 0, "extent %u", k);
+		((struct ocfs2_dinode *)ib->data)->i_size = htole64((uint64_t)(k + 1) * 4096);
+		journal_dirty(&h, ib);
+		cr_assert_eq(journal_stop(&h, 0), 0);
+	}
+	cr_assert_eq(le16toh(((struct ocfs2_dinode *)ib->data)->id2.i_list.l_tree_depth), 3);
+	cr_assert_eq(le32toh(((struct ocfs2_dinode *)ib->data)->i_clusters), N);
+	for (k = 0; k < N; k += 7) {
+		cr_assert_eq(extent_map(&fs, ino, &((struct ocfs2_dinode *)ib->data)->id2.i_list,
+		    (uint64_t)k * 8 + 3, &ex), 0);
+		cr_assert_eq(ex.pblk, ((uint64_t)where[k] << 3) + 3, "cluster %u", k);
+		cr_assert_eq(ex.nblocks, 5);
+	}
+	check_chains(&fs, fs.global_bitmap);
+	check_chains(&fs, fs.slots[0].extent_alloc);
+	block_put(&fs, ib);
+
+	/* cut to 100 clusters through the truncate log, in several handles */
+	cr_assert_eq(inode_get(&fs, ino, &ip), 0);
+	cr_assert_eq(file_setsize(&fs, ip, 100 * 4096), 0);
+	inode_put(&fs, ip);
+	cr_assert_eq(block_read(&fs, ino, BLK_INODE, &ib), 0);
+	cr_assert_eq(le32toh(((struct ocfs2_dinode *)ib->data)->i_clusters), 100);
+	for (k = 0; k < 100; k++) {
+		cr_assert_eq(extent_map(&fs, ino, &((struct ocfs2_dinode *)ib->data)->id2.i_list,
+		    (uint64_t)k * 8, &ex), 0);
+		cr_assert_eq(ex.pblk, (uint64_t)where[k] << 3);
+	}
+	cr_assert_eq(extent_map(&fs, ino, &((struct ocfs2_dinode *)ib->data)->id2.i_list,
+	    100 * 8, &ex), 0);
+	cr_assert_eq(ex.pblk, 0, "nothing past the cut");
+	block_put(&fs, ib);
+	cr_assert_eq(tl_flush(&fs), 0);
+
+	/* the spacers go back to the global bitmap */
+	for (k = 0; k < N; k += 500) {
+		unsigned j;
+
+		cr_assert_eq(journal_start(&fs, &h), 0);
+		for (j = k; j < k + 500 && j < N; j++) {
+			start = spacer[j];
+			cr_assert_eq(free_clusters(&h, start, 1), 0);
+		}
+		cr_assert_eq(journal_stop(&h, 0), 0);
+	}
+	check_chains(&fs, fs.global_bitmap);
+	check_chains(&fs, fs.slots[0].extent_alloc);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+Test(fsd_alloc, suballocators_grow, .init = make_volume, .fini = remove_volume, .timeout = 60)
+{
+	struct fsd_mount_opts o = { 0, 4096, 0, 600000 };
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_buf *ib, *rb;
+	const struct ocfs2_dinode *adi;
+	struct fsd_buf *ab;
+	uint32_t before, after;
+	char err[256], name[32];
+	unsigned k;
+
+	cr_assert_eq(super_mount(&fs, img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(block_read(&fs, fs.slots[0].inode_alloc, BLK_INODE, &ab), 0);
+	adi = (const struct ocfs2_dinode *)ab->data;
+	before = le32toh(adi->id1.bitmap1.i_total);
+	block_put(&fs, ab);
+	/* more inodes than the groups mkfs made hold */
+	for (k = 0; k < before + 10; k++) {
+		cr_assert_eq(journal_start(&fs, &h), 0);
+		cr_assert_eq(inode_create(&h, S_IFREG | 0600, 0, 0, 0, &ib), 0, "inode %u", k);
+		cr_assert_eq(block_read(&fs, fs.root_blkno, BLK_INODE, &rb), 0);
+		snprintf(name, sizeof(name), "i%u", k);
+		cr_assert_eq(dir_add(&h, rb, name, strlen(name), ib->blkno, OCFS2_FT_REG_FILE), 0);
+		block_put(&fs, rb);
+		block_put(&fs, ib);
+		cr_assert_eq(journal_stop(&h, 0), 0);
+	}
+	cr_assert_eq(block_read(&fs, fs.slots[0].inode_alloc, BLK_INODE, &ab), 0);
+	adi = (const struct ocfs2_dinode *)ab->data;
+	after = le32toh(adi->id1.bitmap1.i_total);
+	cr_assert_gt(after, before, "inode_alloc grew a group");
+	cr_assert_eq(le64toh(adi->i_size), (uint64_t)le32toh(adi->i_clusters) * 4096);
+	block_put(&fs, ab);
+	check_chains(&fs, fs.slots[0].inode_alloc);
+	check_chains(&fs, fs.global_bitmap);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+Test(fsd_alloc, name_index_follows_changes_and_aborts, .init = make_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd_mount_opts o = { 0, 4096, 0, 600000 };
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_inode *root;
+	struct fsd_buf *rb;
+	uint64_t ino, lf;
+	char err[256], name[32];
+	unsigned k;
+
+	cr_assert_eq(super_mount(&fs, img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(inode_get(&fs, fs.root_blkno, &root), 0);	/* the index hangs off it */
+	cr_assert_eq(block_read(&fs, fs.root_blkno, BLK_INODE, &rb), 0);
+	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "lost+found", 10, &lf), 0);
+	cr_assert_not_null(root->dindex, "built by the first lookup");
+
+	/* names added in committed handles are found through the index */
+	for (k = 0; k < 300; k++) {
+		cr_assert_eq(journal_start(&fs, &h), 0);
+		snprintf(name, sizeof(name), "name-%u", k);
+		cr_assert_eq(dir_add(&h, rb, name, strlen(name), lf, OCFS2_FT_DIR), 0);
+		cr_assert_eq(journal_stop(&h, 0), 0);
+	}
+	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "name-299", 8, &ino), 0);
+	cr_assert_eq(ino, lf);
+	/* removed ones are not */
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(dir_remove(&h, (const struct ocfs2_dinode *)rb->data, "name-7", 6), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "name-7", 6, &ino), -ENOENT);
+	/* an aborted add leaves neither the entry nor an index hit behind */
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(dir_add(&h, rb, "ghost", 5, lf, OCFS2_FT_DIR), 0);
+	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "ghost", 5, &ino), 0);
+	cr_assert_eq(journal_stop(&h, 1), 0);
+	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "ghost", 5, &ino), -ENOENT);
+	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "name-100", 8, &ino), 0);
+	/* take the extra names away again so that link counts stay right for fsck */
+	for (k = 0; k < 300; k++) {
+		if (k == 7)
+			continue;
+		cr_assert_eq(journal_start(&fs, &h), 0);
+		snprintf(name, sizeof(name), "name-%u", k);
+		cr_assert_eq(dir_remove(&h, (const struct ocfs2_dinode *)rb->data, name, strlen(name)), 0);
+		cr_assert_eq(journal_stop(&h, 0), 0);
+	}
+	block_put(&fs, rb);
+	inode_put(&fs, root);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}

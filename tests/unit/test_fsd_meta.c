@@ -1,0 +1,231 @@
+/*
+ * fsd's pure metadata checks: lock names, feature refusal, directory
+ * block tiling, extent list bounds and the per-type block validation
+ * that turns corruption into EIO.
+ */
+#include <criterion/criterion.h>
+
+#include <endian.h>
+#include <string.h>
+
+#include "fsd/fsd.h"
+
+/* A 4K/4K volume of 1000 clusters with fs generation 0x1234. */
+static struct fsd fs;
+static uint8_t blk[4096];
+
+static void
+setup(void)
+{
+	memset(&fs, 0, sizeof(fs));
+	fs.vol.block_bytes = 4096;
+	fs.vol.cluster_bytes = 4096;
+	fs.vol.path = "unit";
+	fs.bbits = fs.cbits = 12;
+	fs.bpc = 1;
+	fs.clusters = 1000;
+	fs.nblocks = 1000;
+	fs.fs_generation = 0x1234;
+	pthread_mutex_init(&fs.err_mtx, NULL);
+	memset(blk, 0, sizeof(blk));
+}
+
+TestSuite(fsd_meta, .init = setup);
+
+Test(fsd_meta, lock_names_follow_ocfs2_lockid)
+{
+	char name[FSD_LOCK_NAME_LEN];
+
+	/* cluster-stack.md §6.1 examples: blkno 0x66720, generation 0x78b84822 */
+	lockres_name(name, sizeof(name), FSD_LOCK_META, 0x66720, 0);
+	cr_assert_str_eq(name, "M000000000000000006672000000000");
+	lockres_name(name, sizeof(name), FSD_LOCK_RW, 0x66720, 0x78b84822);
+	cr_assert_str_eq(name, "W000000000000000006672078b84822");
+	lockres_name(name, sizeof(name), FSD_LOCK_SUPER, 2, 0);
+	cr_assert_str_eq(name, "S000000000000000000000200000000");
+	cr_assert_eq(strlen(name), 31);
+}
+
+Test(fsd_meta, features)
+{
+	char err[256];
+
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT, 0, 0,
+	    err, sizeof(err)), 0);
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_EXTENDED_SLOT_MAP |
+	    OCFS2_FEATURE_INCOMPAT_CLUSTERINFO, 0, 0, err, sizeof(err)), 0);
+	/* default level: sparse is the lowest bit fsd lacks */
+	cr_assert_eq(super_check_features(3, 0xB750, 1, 1, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "\"sparse\"") != NULL, "%s", err);
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_META_ECC, 0, 1,
+	    err, sizeof(err)), -1);
+	cr_assert(strstr(err, "\"metaecc\"") != NULL, "%s", err);
+	cr_assert_eq(super_check_features(3, 0x10000, 0, 1, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "unknown incompat feature 0x10000") != NULL, "%s", err);
+	/* ro-compat: refused read-write, fine read-only */
+	cr_assert_eq(super_check_features(3, 0, OCFS2_FEATURE_RO_COMPAT_USRQUOTA, 0,
+	    err, sizeof(err)), -1);
+	cr_assert(strstr(err, "\"usrquota\"") != NULL, "%s", err);
+	cr_assert_eq(super_check_features(3, 0, OCFS2_FEATURE_RO_COMPAT_USRQUOTA, 1,
+	    err, sizeof(err)), 0);
+}
+
+static struct ocfs2_dir_entry *
+put_dirent(uint8_t *p, size_t off, uint64_t ino, const char *name, unsigned rec)
+{
+	struct ocfs2_dir_entry *de = (struct ocfs2_dir_entry *)(p + off);
+
+	de->inode = htole64(ino);
+	de->rec_len = htole16(rec);
+	de->name_len = strlen(name);
+	memcpy(de->name, name, strlen(name));
+	return de;
+}
+
+Test(fsd_meta, dir_blocks_must_tile)
+{
+	char why[128];
+
+	put_dirent(blk, 0, 5, ".", 16);
+	put_dirent(blk, 16, 5, "..", 16);
+	put_dirent(blk, 32, 77, "hello", 4096 - 32);
+	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), 0, "%s", why);
+
+	/* too short for its name */
+	put_dirent(blk, 32, 77, "a-much-longer-name", 16);
+	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), -1);
+	/* not a multiple of 4, past the end, below the minimum */
+	put_dirent(blk, 32, 77, "hello", 4096 - 31);
+	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), -1);
+	put_dirent(blk, 32, 77, "hello", 4096);
+	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "offset 32") != NULL, "%s", why);
+	put_dirent(blk, 32, 77, "hello", 8);
+	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), -1);
+	/* a free entry may be as short as its rec_len allows */
+	put_dirent(blk, 32, 0, "", 4096 - 32);
+	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), 0, "%s", why);
+}
+
+static struct ocfs2_dinode *
+make_inode(uint64_t blkno, uint16_t mode)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)blk;
+
+	memcpy(di->i_signature, OCFS2_INODE_SIGNATURE, sizeof(OCFS2_INODE_SIGNATURE));
+	di->i_blkno = htole64(blkno);
+	di->i_fs_generation = htole32(0x1234);
+	di->i_flags = htole32(OCFS2_VALID_FL);
+	di->i_mode = htole16(mode);
+	di->id2.i_list.l_count = htole16(ocfs2_extent_recs_per_inode(4096));
+	return di;
+}
+
+Test(fsd_meta, inode_validation)
+{
+	struct ocfs2_dinode *di;
+	char why[160];
+
+	di = make_inode(100, S_IFREG | 0644);
+	di->id2.i_list.l_next_free_rec = htole16(1);
+	di->id2.i_list.l_recs[0].e_blkno = htole64(500);
+	di->id2.i_list.l_recs[0].e_leaf_clusters = htole16(10);
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), 0, "%s", why);
+
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 101, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "claims to be block 100") != NULL, "%s", why);
+
+	di->i_fs_generation = htole32(0x999);
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "generation") != NULL, "%s", why);
+	di->i_fs_generation = htole32(0x1234);
+
+	di->i_flags = 0;
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), -1);
+	di->i_flags = htole32(OCFS2_VALID_FL);
+
+	/* an extent running past the volume's 1000 blocks */
+	di->id2.i_list.l_recs[0].e_blkno = htole64(995);
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "outside the volume") != NULL, "%s", why);
+	di->id2.i_list.l_recs[0].e_blkno = htole64(500);
+
+	di->id2.i_list.l_next_free_rec = htole16(300);
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "impossible extent list") != NULL, "%s", why);
+
+	/* a fast symlink whose length cannot fit */
+	di = make_inode(100, S_IFLNK | 0777);
+	di->i_size = htole64(4000);
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), -1);
+	di->i_size = htole64(10);
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), 0, "%s", why);
+
+	memcpy(blk, "garbage!", 8);
+	cr_assert_eq(block_validate(&fs, BLK_INODE, 100, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "bad signature") != NULL, "%s", why);
+}
+
+Test(fsd_meta, extent_lists)
+{
+	struct ocfs2_extent_list *el = (struct ocfs2_extent_list *)blk;
+	char why[160];
+
+	el->l_count = htole16(10);
+	el->l_next_free_rec = htole16(2);
+	el->l_recs[0].e_cpos = htole32(0);
+	el->l_recs[0].e_leaf_clusters = htole16(4);
+	el->l_recs[0].e_blkno = htole64(100);
+	el->l_recs[1].e_cpos = htole32(4);
+	el->l_recs[1].e_leaf_clusters = htole16(4);
+	el->l_recs[1].e_blkno = htole64(200);
+	cr_assert_eq(extent_list_check(&fs, el, 10, why, sizeof(why)), 0, "%s", why);
+	cr_assert_eq(extent_list_check(&fs, el, 9, why, sizeof(why)), -1);
+	/* overlapping records */
+	el->l_recs[1].e_cpos = htole32(3);
+	cr_assert_eq(extent_list_check(&fs, el, 10, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "overlaps") != NULL, "%s", why);
+	el->l_recs[1].e_cpos = htole32(4);
+	/* a data extent into the volume header */
+	el->l_recs[1].e_blkno = htole64(1);
+	cr_assert_eq(extent_list_check(&fs, el, 10, why, sizeof(why)), -1);
+	el->l_recs[1].e_blkno = htole64(200);
+	/* too deep */
+	el->l_tree_depth = htole16(6);
+	cr_assert_eq(extent_list_check(&fs, el, 10, why, sizeof(why)), -1);
+}
+
+Test(fsd_meta, unaligned_extent_with_bigger_clusters)
+{
+	struct ocfs2_extent_list *el = (struct ocfs2_extent_list *)blk;
+	char why[160];
+
+	fs.cbits = 15;	/* 32K clusters of 4K blocks */
+	fs.bpc = 8;
+	fs.nblocks = 8000;
+	el->l_count = htole16(10);
+	el->l_next_free_rec = htole16(1);
+	el->l_recs[0].e_leaf_clusters = htole16(1);
+	el->l_recs[0].e_blkno = htole64(804);
+	cr_assert_eq(extent_list_check(&fs, el, 10, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "unaligned") != NULL, "%s", why);
+	el->l_recs[0].e_blkno = htole64(800);
+	cr_assert_eq(extent_list_check(&fs, el, 10, why, sizeof(why)), 0, "%s", why);
+}
+
+Test(fsd_meta, group_descriptors)
+{
+	struct ocfs2_group_desc *gd = (struct ocfs2_group_desc *)blk;
+	char why[160];
+
+	memcpy(gd->bg_signature, OCFS2_GROUP_DESC_SIGNATURE, sizeof(OCFS2_GROUP_DESC_SIGNATURE));
+	gd->bg_blkno = htole64(300);
+	gd->bg_generation = htole32(0x1234);
+	gd->bg_size = htole16(4032);
+	gd->bg_bits = htole16(1000);
+	gd->bg_free_bits_count = htole16(999);
+	cr_assert_eq(block_validate(&fs, BLK_GROUP, 300, blk, why, sizeof(why)), 0, "%s", why);
+	gd->bg_free_bits_count = htole16(1001);
+	cr_assert_eq(block_validate(&fs, BLK_GROUP, 300, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "impossible group") != NULL, "%s", why);
+}
