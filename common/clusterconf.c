@@ -961,3 +961,39 @@ cc_fence_method_parse(const char *s, enum cc_fence_method *m)
 		}
 	return -1;
 }
+
+struct cluster_conf *
+cc_load(const char *conf, const char *tunables, int tunables_required,
+    const char *cluster, const char *node_name, const struct cc_node **self,
+    char *err, size_t errlen, void (*warn)(const char *msg, void *arg),
+    void *warnarg)
+{
+	struct cluster_conf *cc = calloc(1, sizeof(*cc));
+	struct cc_tunables tun;
+	char *boot = NULL;
+
+	if (cc == NULL) {
+		snprintf(err, errlen, "%s: out of memory", conf);
+		return NULL;
+	}
+	cc_tunables_default(&tun);
+	if (tunables != NULL &&
+	    cc_parse_tunables_file(tunables, &tun, &boot, err, errlen) == -1 &&
+	    (errno != ENOENT || tunables_required))
+		goto fail;
+	if (cc_parse_file(conf, cluster != NULL ? cluster : boot, cc, err, errlen,
+	    warn, warnarg) == -1)
+		goto fail;
+	cc->tun = tun;
+	if ((*self = cc_local_node(cc, node_name)) == NULL) {
+		snprintf(err, errlen, "%s: no node named %s in cluster %s "
+		    "(use --node NAME)", conf, node_name, cc->name);
+		goto fail;
+	}
+	free(boot);
+	return cc;
+fail:
+	free(boot);
+	free(cc);
+	return NULL;
+}

@@ -79,6 +79,18 @@ void	cc_tunables_default(struct cc_tunables *t);
 int	cc_parse_tunables_file(const char *path, struct cc_tunables *t,
 	    char **bootcluster, char *err, size_t errlen);
 
+/*
+ * Everything a daemon loads at start and on reload: the tunables (a
+ * missing file means defaults unless tunables_required), then cluster.conf
+ * (the cluster `cluster` when non-NULL, else O2CB_BOOTCLUSTER's, else the
+ * file's only one), with cc->tun filled, and the local node. Returns a
+ * cluster_conf the caller frees, or NULL with "file:line: why" in err.
+ */
+struct cluster_conf *cc_load(const char *conf, const char *tunables,
+	    int tunables_required, const char *cluster, const char *node_name,
+	    const struct cc_node **self, char *err, size_t errlen,
+	    void (*warn)(const char *msg, void *arg), void *warnarg);
+
 /* Node lookups; NULL when absent. */
 const struct cc_node *cc_node_by_name(const struct cluster_conf *cc, const char *name);
 const struct cc_node *cc_node_by_num(const struct cluster_conf *cc, unsigned num);

@@ -1,4 +1,5 @@
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -142,6 +143,16 @@ rundir_default(void)
 	const char *d = getenv("OCFS2_RUNDIR");
 
 	return d != NULL && *d != '\0' ? d : "/run/ocfs2";
+}
+
+const char *
+host_node_name(void)
+{
+	static struct utsname uts;
+
+	if (uts.nodename[0] == '\0' && uname(&uts) == -1)
+		fatal("uname");
+	return uts.nodename;
 }
 
 int

@@ -23,6 +23,8 @@ int	parse_ulong(const char *s, int base, unsigned long max, unsigned long *out);
 
 /* The runtime directory: --rundir, else $OCFS2_RUNDIR, else /run/ocfs2. */
 const char *rundir_default(void);
+/* This host's name as o2cb matches it against cluster.conf's nodes. */
+const char *host_node_name(void);
 int	mkdir_p(const char *path, mode_t mode);
 
 #endif

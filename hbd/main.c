@@ -1,6 +1,5 @@
 /* hbd: heartbeat on the regions nmd describes; serve hbd.sock. */
 #include <sys/resource.h>
-#include <sys/utsname.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -33,30 +32,19 @@ usage(void)
 static int
 check_config(const char *conf, const char *tunables, const char *node)
 {
-	struct cluster_conf *cc = xcalloc(1, sizeof(*cc));
+	struct cluster_conf *cc;
 	const struct cc_node *self;
-	struct cc_tunables tun;
-	char err[CC_ERR_MAX], *boot = NULL;
+	char err[CC_ERR_MAX];
 
-	cc_tunables_default(&tun);
-	if (cc_parse_tunables_file(tunables, &tun, &boot, err, sizeof(err)) == -1 &&
-	    errno != ENOENT) {
+	if ((cc = cc_load(conf, tunables, 0, NULL, node, &self, err, sizeof(err),
+	    NULL, NULL)) == NULL) {
 		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	if (cc_parse_file(conf, boot, cc, err, sizeof(err), NULL, NULL) == -1) {
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
-	if ((self = cc_local_node(cc, node)) == NULL) {
-		fprintf(stderr, "%s: no node named %s in cluster %s\n", conf, node, cc->name);
 		return 1;
 	}
 	printf("%s: configuration OK (cluster %s, local node %s number %u, heartbeat "
 	    "every %u ms, dead after %u, %s mode)\n", conf, cc->name, self->name,
-	    self->num, cc->hb_interval_ms, tun.dead_threshold,
+	    self->num, cc->hb_interval_ms, cc->tun.dead_threshold,
 	    cc->hb_mode == CC_HB_GLOBAL ? "global" : "local");
-	free(boot);
 	free(cc);
 	return 0;
 }
@@ -122,7 +110,6 @@ main(int argc, char *argv[])
 	struct hbd h = { 0 };
 	struct event *sigterm, *sigint;
 	const char *conf = "/etc/ocfs2/cluster.conf", *tunables = "/etc/default/o2cb";
-	struct utsname uts;
 	int ch, check_only = 0, verbose = 0;
 
 	h.rundir = rundir_default();
@@ -140,11 +127,8 @@ main(int argc, char *argv[])
 	if (optind != argc)
 		usage();
 	log_init("hbd", verbose);
-	if (h.node_name == NULL) {
-		if (uname(&uts) == -1)
-			fatal("uname");
-		h.node_name = xstrdup(uts.nodename);
-	}
+	if (h.node_name == NULL)
+		h.node_name = host_node_name();
 	if (check_only)
 		return check_config(conf, tunables, h.node_name);
 

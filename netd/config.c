@@ -5,7 +5,6 @@
  * node it has a link to, so that nmd refuses to change timeouts or
  * remove a node while a link depends on them, as the kernel does.
  */
-#include <sys/utsname.h>
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -372,41 +371,21 @@ print_warning(const char *msg, void *arg)
 int
 config_check_file(struct netd *nd)
 {
-	struct cluster_conf *cc = xcalloc(1, sizeof(*cc));
+	struct cluster_conf *cc;
 	const struct cc_node *self;
-	struct cc_tunables tun;
-	struct utsname uts;
-	char err[CC_ERR_MAX], *boot = NULL;
-	const char *name = nd->node_name;
+	char err[CC_ERR_MAX];
 
-	cc_tunables_default(&tun);
-	if (cc_parse_tunables_file(nd->tunables_path, &tun, &boot, err,
-	    sizeof(err)) == -1 && errno != ENOENT) {
+	if ((cc = cc_load(nd->conf_path, nd->tunables_path, 0, NULL,
+	    nd->node_name != NULL ? nd->node_name : host_node_name(), &self, err,
+	    sizeof(err), print_warning, NULL)) == NULL) {
 		fprintf(stderr, "%s\n", err);
-		goto fail;
-	}
-	if (cc_parse_file(nd->conf_path, boot, cc, err, sizeof(err),
-	    print_warning, NULL) == -1) {
-		fprintf(stderr, "%s\n", err);
-		goto fail;
-	}
-	if (name == NULL && uname(&uts) == 0)
-		name = uts.nodename;
-	if ((self = cc_local_node(cc, name)) == NULL) {
-		fprintf(stderr, "%s: no node named %s in cluster %s\n",
-		    nd->conf_path, name, cc->name);
-		goto fail;
+		return -1;
 	}
 	printf("%s: configuration OK (cluster %s, %zu nodes, local node %s "
 	    "number %u; idle %u ms, keepalive %u ms, reconnect %u ms%s)\n",
 	    nd->conf_path, cc->name, cc->nnodes, self->name, self->num,
-	    tun.idle_timeout_ms, tun.keepalive_delay_ms, tun.reconnect_delay_ms,
-	    nd->auth ? "; cluster key loaded" : "");
-	free(boot);
+	    cc->tun.idle_timeout_ms, cc->tun.keepalive_delay_ms,
+	    cc->tun.reconnect_delay_ms, nd->auth ? "; cluster key loaded" : "");
 	free(cc);
 	return 0;
-fail:
-	free(boot);
-	free(cc);
-	return -1;
 }

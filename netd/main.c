@@ -1,5 +1,4 @@
 /* netd: wiring only. Configuration from nmd, membership from hbd. */
-#include <sys/utsname.h>
 #include <sys/time.h>
 
 #include <errno.h>

@@ -1,6 +1,4 @@
 /* nmd: parse the configuration, serve it, reload it on SIGHUP. */
-#include <sys/utsname.h>
-
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -75,7 +73,6 @@ main(int argc, char *argv[])
 	struct event *sighup, *sigterm, *sigint;
 	struct cluster_conf *cc;
 	const struct cc_node *self;
-	struct utsname uts;
 	char err[CC_ERR_MAX], *mountpoint;
 	char **ok, **bad;
 	size_t nok, nbad;
@@ -98,11 +95,8 @@ main(int argc, char *argv[])
 	if (optind != argc)
 		usage();
 	log_init("nmd", verbose);
-	if (nm.node_name == NULL) {
-		if (uname(&uts) == -1)
-			fatal("uname");
-		nm.node_name = xstrdup(uts.nodename);
-	}
+	if (nm.node_name == NULL)
+		nm.node_name = host_node_name();
 
 	if (check_only) {
 		if ((cc = nm_parse_config(&nm, &self, err, sizeof(err))) == NULL) {

@@ -240,33 +240,12 @@ apply_heartbeat(struct nmd *nm, const struct cluster_conf *cc, struct lines *ok,
 struct cluster_conf *
 nm_parse_config(struct nmd *nm, const struct cc_node **self, char *err, size_t errlen)
 {
-	struct cluster_conf *cc = xcalloc(1, sizeof(*cc));
-	struct cc_tunables tun;
-	struct nm_item *ci;
-	char *boot = NULL;
+	struct nm_item *ci = nm->subsys != NULL ? nm_cluster_item(nm) : NULL;
 
-	cc_tunables_default(&tun);
-	if (nm->tunables_path != NULL &&
-	    cc_parse_tunables_file(nm->tunables_path, &tun, &boot, err, errlen) == -1 &&
-	    errno != ENOENT)
-		goto fail;
 	/* A running cluster keeps its name; O2CB_BOOTCLUSTER picks the first. */
-	ci = nm->subsys != NULL ? nm_cluster_item(nm) : NULL;
-	if (cc_parse_file(nm->conf_path, ci != NULL ? ci->name : boot, cc, err,
-	    errlen, warn_line, NULL) == -1)
-		goto fail;
-	cc->tun = tun;
-	if ((*self = cc_local_node(cc, nm->node_name)) == NULL) {
-		snprintf(err, errlen, "%s: no node named %s in cluster %s "
-		    "(use --node NAME)", nm->conf_path, nm->node_name, cc->name);
-		goto fail;
-	}
-	free(boot);
-	return cc;
-fail:
-	free(boot);
-	free(cc);
-	return NULL;
+	return cc_load(nm->conf_path, nm->tunables_path, 0,
+	    ci != NULL ? ci->name : NULL, nm->node_name, self, err, errlen,
+	    warn_line, NULL);
 }
 
 int

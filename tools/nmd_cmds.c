@@ -1,5 +1,4 @@
 /* o2ctl commands served by nmd: the configuration and its changes. */
-#include <sys/utsname.h>
 
 #include <errno.h>
 #include <getopt.h>
@@ -216,39 +215,26 @@ cmd_check_config(struct o2ctl *ctl, int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *tunables = "/etc/default/o2cb", *node = NULL;
-	int tunables_given = 0, ch, first = 1;
-	struct cluster_conf *cc = xcalloc(1, sizeof(*cc));
+	int tunables_given = 0, ch, first = 1, rc;
+	struct cluster_conf *cc;
 	const struct cc_node *self = NULL;
-	struct cc_tunables tun;
-	char err[CC_ERR_MAX] = "", *boot = NULL;
-	struct utsname uts;
+	char err[CC_ERR_MAX] = "";
 
 	optind = 0;	/* glibc: 0 re-initialises getopt after main's "+" scan */
 	while ((ch = getopt_long(argc, argv, "t:", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 't': tunables = optarg; tunables_given = 1; break;
 		case 'N': node = optarg; break;
-		default: free(cc); return EX_USAGE;
+		default: return EX_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "usage: o2ctl check-config FILE [--node NAME] [-t FILE]\n");
-		free(cc);
 		return EX_USAGE;
 	}
-	if (node == NULL && uname(&uts) == 0)
-		node = uts.nodename;
-	cc_tunables_default(&tun);
-	if (cc_parse_tunables_file(tunables, &tun, &boot, err, sizeof(err)) == -1 &&
-	    (errno != ENOENT || tunables_given))
-		goto out;
-	err[0] = '\0';
-	if (cc_parse_file(argv[optind], boot, cc, err, sizeof(err), print_warning, NULL) == -1)
-		goto out;
-	if ((self = cc_local_node(cc, node)) == NULL)
-		snprintf(err, sizeof(err), "%s: no node named %s in cluster %s",
-		    argv[optind], node, cc->name);
-out:
+	cc = cc_load(argv[optind], tunables, tunables_given, NULL,
+	    node != NULL ? node : host_node_name(), &self, err, sizeof(err),
+	    print_warning, NULL);
 	if (ctl->json) {
 		printf("{");
 		json_key(stdout, &first, "ok");
@@ -270,9 +256,9 @@ out:
 		printf("%s: configuration OK (cluster %s, %zu nodes, local node %s)\n",
 		    argv[optind], cc->name, cc->nnodes, self->name);
 	}
-	free(boot);
+	rc = cc == NULL ? EX_FAIL : EX_OK;
 	free(cc);
-	return err[0] ? EX_FAIL : EX_OK;
+	return rc;
 }
 
 static int
