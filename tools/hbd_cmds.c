@@ -250,8 +250,9 @@ out:
 }
 
 static void
-print_status_json(const Hbd__HbStatus *s)
+print_status_json(const Envelope *rep)
 {
+	const Hbd__HbStatus *s = rep->hb_status;
 	int first = 1, f2, f3;
 	size_t i, j;
 
@@ -320,8 +321,9 @@ print_status_json(const Hbd__HbStatus *s)
 }
 
 static void
-print_status_text(const Hbd__HbStatus *s)
+print_status_text(const Envelope *rep)
 {
+	const Hbd__HbStatus *s = rep->hb_status;
 	size_t i, j;
 
 	printf("node %u, heartbeat every %u ms, dead after %u samples (%u ms), %s mode, "
@@ -367,23 +369,8 @@ print_status_text(const Hbd__HbStatus *s)
 static int
 hb_status(struct o2ctl *ctl)
 {
-	Envelope req = ENVELOPE__INIT, *rep = NULL;
-	int rc;
-
-	req.type = MSG_TYPE__MSG_HBD_STATUS;
-	if ((rc = ctl_call(ctl, "hbd", &req, &rep)) == EX_OK) {
-		if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS) {
-			fprintf(stderr, "o2ctl: hbd sent no status\n");
-			rc = EX_FAIL;
-		} else if (ctl->json) {
-			print_status_json(rep->hb_status);
-		} else {
-			print_status_text(rep->hb_status);
-		}
-	}
-	if (rep != NULL)
-		envelope__free_unpacked(rep, NULL);
-	return rc;
+	return ctl_show(ctl, "hbd", MSG_TYPE__MSG_HBD_STATUS,
+	    ENVELOPE__PAYLOAD_HB_STATUS, print_status_json, print_status_text);
 }
 
 /* heartbeat [--json] | heartbeat start DEVICE | heartbeat stop DEVICE|UUID */

@@ -40,8 +40,9 @@ link_state_name(Netd__LinkState s)
 }
 
 static void
-print_status_json(const Netd__NetStatus *st)
+print_status_json(const Envelope *rep)
 {
+	const Netd__NetStatus *st = rep->net_status;
 	int first = 1, f2;
 	size_t i;
 
@@ -90,8 +91,9 @@ print_status_json(const Netd__NetStatus *st)
 }
 
 static void
-print_status_text(const Netd__NetStatus *st)
+print_status_text(const Envelope *rep)
 {
+	const Netd__NetStatus *st = rep->net_status;
 	size_t i;
 
 	printf("netd: cluster %s, node %u, hbd %s, %s, %u handlers\n",
@@ -119,26 +121,11 @@ print_status_text(const Netd__NetStatus *st)
 int
 cmd_net_status(struct o2ctl *ctl, int argc, char **argv)
 {
-	Envelope req = ENVELOPE__INIT, *rep = NULL;
-	int rc;
-
 	(void)argv;
 	if (argc != 1)
 		return EX_USAGE;
-	req.type = MSG_TYPE__MSG_NETD_STATUS;
-	if ((rc = ctl_call(ctl, "netd", &req, &rep)) == EX_OK) {
-		if (rep->payload_case != ENVELOPE__PAYLOAD_NET_STATUS) {
-			fprintf(stderr, "o2ctl: netd sent no status\n");
-			rc = EX_FAIL;
-		} else if (ctl->json) {
-			print_status_json(rep->net_status);
-		} else {
-			print_status_text(rep->net_status);
-		}
-	}
-	if (rep != NULL)
-		envelope__free_unpacked(rep, NULL);
-	return rc;
+	return ctl_show(ctl, "netd", MSG_TYPE__MSG_NETD_STATUS,
+	    ENVELOPE__PAYLOAD_NET_STATUS, print_status_json, print_status_text);
 }
 
 /* The status net-echo answers: a checksum, so a sender can tell it got

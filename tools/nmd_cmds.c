@@ -13,8 +13,9 @@
 #include "util.h"
 
 static void
-print_config_json(const Nmd__Config *c)
+print_config_json(const Envelope *rep)
 {
+	const Nmd__Config *c = rep->config;
 	int first = 1, f2;
 	size_t i;
 
@@ -77,8 +78,9 @@ print_config_json(const Nmd__Config *c)
 }
 
 static void
-print_config_text(const Nmd__Config *c)
+print_config_text(const Envelope *rep)
 {
+	const Nmd__Config *c = rep->config;
 	size_t i;
 
 	if (c->cluster[0] == '\0') {
@@ -120,26 +122,11 @@ print_config_text(const Nmd__Config *c)
 int
 cmd_config(struct o2ctl *ctl, int argc, char **argv)
 {
-	Envelope req = ENVELOPE__INIT, *rep = NULL;
-	int rc;
-
 	(void)argv;
 	if (argc != 1)
 		return EX_USAGE;
-	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
-	if ((rc = ctl_call(ctl, "nmd", &req, &rep)) == EX_OK) {
-		if (rep->payload_case != ENVELOPE__PAYLOAD_CONFIG) {
-			fprintf(stderr, "o2ctl: nmd sent no configuration\n");
-			rc = EX_FAIL;
-		} else if (ctl->json) {
-			print_config_json(rep->config);
-		} else {
-			print_config_text(rep->config);
-		}
-	}
-	if (rep != NULL)
-		envelope__free_unpacked(rep, NULL);
-	return rc;
+	return ctl_show(ctl, "nmd", MSG_TYPE__MSG_NMD_GET_CONFIG,
+	    ENVELOPE__PAYLOAD_CONFIG, print_config_json, print_config_text);
 }
 
 static void

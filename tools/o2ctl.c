@@ -96,6 +96,28 @@ ctl_call(struct o2ctl *ctl, const char *daemon, Envelope *req, Envelope **rep)
 	return EX_OK;
 }
 
+/* Ask a daemon for its state and print the reply as JSON or as text. */
+int
+ctl_show(struct o2ctl *ctl, const char *daemon, MsgType type,
+    Envelope__PayloadCase payload, ctl_print_fn *json, ctl_print_fn *text)
+{
+	Envelope req = ENVELOPE__INIT, *rep = NULL;
+	int rc;
+
+	req.type = type;
+	if ((rc = ctl_call(ctl, daemon, &req, &rep)) == EX_OK) {
+		if (rep->payload_case != payload) {
+			fprintf(stderr, "o2ctl: %s sent no status\n", daemon);
+			rc = EX_FAIL;
+		} else {
+			(ctl->json ? json : text)(rep);
+		}
+	}
+	if (rep != NULL)
+		envelope__free_unpacked(rep, NULL);
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {

@@ -25,9 +25,14 @@ struct o2ctl_cmd {
 	int		(*run)(struct o2ctl *, int argc, char **argv);
 };
 
+/* Prints one reply of a daemon (its payload). */
+typedef void ctl_print_fn(const Envelope *rep);
+
 /* o2ctl.c */
 int	ctl_call(struct o2ctl *, const char *daemon, Envelope *req, Envelope **rep);
 int	ctl_connect(struct o2ctl *, const char *daemon);
+int	ctl_show(struct o2ctl *, const char *daemon, MsgType type,
+	    Envelope__PayloadCase payload, ctl_print_fn *json, ctl_print_fn *text);
 
 /* json.c: a minimal streaming writer. */
 void	json_str(FILE *, const char *);
