@@ -82,6 +82,10 @@ link_flush(evutil_socket_t fd, short ev, void *arg)
 	if (evbuffer_get_length(l->pending) > 0 &&
 	    evbuffer_add_buffer(out, l->pending) == -1)
 		fatalx("out of memory queueing frames for node %u", l->node->num);
+	/* A peer that stopped reading must not make us queue without end. */
+	if (evbuffer_get_length(out) > LINK_OUTQ_MAX)
+		link_close(l, "the peer stopped reading (send queue over the "
+		    "limit)", 0);
 }
 
 static struct link *
