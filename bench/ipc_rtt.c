@@ -19,33 +19,13 @@
 
 #include <event2/event.h>
 
+#include "bench.h"
 #include "ipc.h"
 #include "log.h"
 #include "util.h"
 
 #define ROUNDS	7
 #define ITERS	5000
-
-static double
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static void
-pin(int cpu)
-{
-	cpu_set_t set;
-
-	if (cpu < 0)
-		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
 
 static pid_t
 spawn_ipc_server(const char *path, int cpu)
@@ -90,21 +70,6 @@ spawn_echo_server(const char *path, int cpu)
 		if (write_full(fd, buf, (size_t)n) == -1)
 			break;
 	_exit(0);
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
 }
 
 /* Median over ROUNDS of the mean round trip of ITERS pings, in us. */
