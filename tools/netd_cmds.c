@@ -616,69 +616,48 @@ cmd_keygen(struct o2ctl *ctl, int argc, char **argv)
 }
 
 /* net-watch: print netd's link and quorum events as they happen. */
+static int
+print_net_event(struct o2ctl *ctl, const Envelope *ev)
+{
+	if (ev->payload_case == ENVELOPE__PAYLOAD_LINK_EVENT) {
+		const Netd__LinkEvent *le = ev->link_event;
+
+		if (ctl->json) {
+			printf("{\"event\":\"link\",\"node\":%u,\"link\":", le->node);
+			json_str(stdout, link_state_name(le->state));
+			printf(",\"reason\":");
+			json_str(stdout, le->reason);
+			printf("}\n");
+		} else {
+			printf("link to node %u %s: %s\n", le->node,
+			    link_state_name(le->state), le->reason);
+		}
+		return 1;
+	}
+	if (ev->payload_case == ENVELOPE__PAYLOAD_QUORUM_EVENT) {
+		const Netd__QuorumEvent *qe = ev->quorum_event;
+
+		if (ctl->json) {
+			printf("{\"event\":\"quorum\",\"fenced\":%s,\"reason\":",
+			    qe->fenced ? "true" : "false");
+			json_str(stdout, qe->reason);
+			printf("}\n");
+		} else {
+			printf("quorum: %s%s\n", qe->fenced ? "FENCED: " : "",
+			    qe->reason);
+		}
+		return 1;
+	}
+	return 0;
+}
+
 int
 cmd_net_watch(struct o2ctl *ctl, int argc, char **argv)
 {
-	Envelope req = ENVELOPE__INIT, *rep = NULL, *ev;
-	Subscribe sub = SUBSCRIBE__INIT;
-	unsigned long count = 0, seen = 0;
-	int fd;
+	unsigned long count = 0;
 
 	if (argc > 2 || (argc == 2 && parse_ulong(argv[1], 10, 1000000, &count) == -1))
 		return EX_USAGE;
-	if ((fd = ctl_connect(ctl, "netd")) == -1)
-		return EX_DOWN;
-	sub.topics = NETD_TOPIC_LINK | NETD_TOPIC_QUORUM;
-	req.type = MSG_TYPE__MSG_SUBSCRIBE;
-	req.payload_case = ENVELOPE__PAYLOAD_SUBSCRIBE;
-	req.subscribe = &sub;
-	if (ipc_sync_call(fd, &req, &rep, ctl->timeout_ms) == -1) {
-		fprintf(stderr, "o2ctl: subscribe: %s\n", strerror(errno));
-		close(fd);
-		return EX_DOWN;
-	}
-	envelope__free_unpacked(rep, NULL);
-	printf("%s\n", ctl->json ? "{\"subscribed\":true}" : "watching");
-	fflush(stdout);
-	while (count == 0 || seen < count) {
-		if (ipc_sync_recv(fd, &ev, -1) == -1) {
-			fprintf(stderr, "o2ctl: netd: %s\n", strerror(errno));
-			close(fd);
-			return EX_DOWN;
-		}
-		if (ev->kind == KIND__KIND_EVENT &&
-		    ev->payload_case == ENVELOPE__PAYLOAD_LINK_EVENT) {
-			const Netd__LinkEvent *le = ev->link_event;
-
-			if (ctl->json) {
-				printf("{\"event\":\"link\",\"node\":%u,\"link\":", le->node);
-				json_str(stdout, link_state_name(le->state));
-				printf(",\"reason\":");
-				json_str(stdout, le->reason);
-				printf("}\n");
-			} else {
-				printf("link to node %u %s: %s\n", le->node,
-				    link_state_name(le->state), le->reason);
-			}
-			seen++;
-		} else if (ev->kind == KIND__KIND_EVENT &&
-		    ev->payload_case == ENVELOPE__PAYLOAD_QUORUM_EVENT) {
-			const Netd__QuorumEvent *qe = ev->quorum_event;
-
-			if (ctl->json) {
-				printf("{\"event\":\"quorum\",\"fenced\":%s,\"reason\":",
-				    qe->fenced ? "true" : "false");
-				json_str(stdout, qe->reason);
-				printf("}\n");
-			} else {
-				printf("quorum: %s%s\n", qe->fenced ? "FENCED: " : "",
-				    qe->reason);
-			}
-			seen++;
-		}
-		fflush(stdout);
-		envelope__free_unpacked(ev, NULL);
-	}
-	close(fd);
-	return EX_OK;
+	return ctl_watch(ctl, "netd", NETD_TOPIC_LINK | NETD_TOPIC_QUORUM, count,
+	    print_net_event);
 }

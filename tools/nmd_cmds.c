@@ -314,61 +314,40 @@ change_op_name(Nmd__ChangeOp op)
 	}
 }
 
-/* Print each change nmd pushes, one line each, flushed for scripts. */
+static int
+print_change(struct o2ctl *ctl, const Envelope *ev)
+{
+	const Nmd__ConfigChange *ch = ev->change;
+	int first = 1;
+
+	if (ev->payload_case != ENVELOPE__PAYLOAD_CHANGE)
+		return 0;
+	if (ctl->json) {
+		printf("{");
+		json_key(stdout, &first, "op");
+		json_str(stdout, change_op_name(ch->op));
+		json_key(stdout, &first, "path");
+		json_str(stdout, ch->path);
+		json_key(stdout, &first, "value");
+		json_str(stdout, ch->value);
+		printf("}\n");
+	} else if (ch->op == NMD__CHANGE_OP__CHANGE_ATTR) {
+		printf("set %s = %s\n", ch->path, ch->value);
+	} else {
+		printf("%s %s\n", change_op_name(ch->op), ch->path);
+	}
+	return 1;
+}
+
+/* Print each change nmd pushes, one line each. */
 int
 cmd_watch(struct o2ctl *ctl, int argc, char **argv)
 {
-	Envelope req = ENVELOPE__INIT, *rep = NULL, *ev;
-	Subscribe sub = SUBSCRIBE__INIT;
-	unsigned long count = 0, seen = 0;
-	int fd, first;
+	unsigned long count = 0;
 
 	if (argc > 2 || (argc == 2 && parse_ulong(argv[1], 10, 1000000, &count) == -1))
 		return EX_USAGE;
-	if ((fd = ctl_connect(ctl, "nmd")) == -1)
-		return EX_DOWN;
-	req.type = MSG_TYPE__MSG_SUBSCRIBE;
-	req.payload_case = ENVELOPE__PAYLOAD_SUBSCRIBE;
-	req.subscribe = &sub;
-	if (ipc_sync_call(fd, &req, &rep, ctl->timeout_ms) == -1) {
-		fprintf(stderr, "o2ctl: subscribe: %s\n", strerror(errno));
-		return EX_DOWN;
-	}
-	envelope__free_unpacked(rep, NULL);
-	printf("%s\n", ctl->json ? "{\"subscribed\":true}" : "watching");
-	fflush(stdout);
-	while (count == 0 || seen < count) {
-		if (ipc_sync_recv(fd, &ev, -1) == -1) {
-			fprintf(stderr, "o2ctl: nmd: %s\n", strerror(errno));
-			close(fd);
-			return EX_DOWN;
-		}
-		if (ev->kind == KIND__KIND_EVENT &&
-		    ev->payload_case == ENVELOPE__PAYLOAD_CHANGE) {
-			const Nmd__ConfigChange *ch = ev->change;
-
-			if (ctl->json) {
-				first = 1;
-				printf("{");
-				json_key(stdout, &first, "op");
-				json_str(stdout, change_op_name(ch->op));
-				json_key(stdout, &first, "path");
-				json_str(stdout, ch->path);
-				json_key(stdout, &first, "value");
-				json_str(stdout, ch->value);
-				printf("}\n");
-			} else if (ch->op == NMD__CHANGE_OP__CHANGE_ATTR) {
-				printf("set %s = %s\n", ch->path, ch->value);
-			} else {
-				printf("%s %s\n", change_op_name(ch->op), ch->path);
-			}
-			fflush(stdout);
-			seen++;
-		}
-		envelope__free_unpacked(ev, NULL);
-	}
-	close(fd);
-	return EX_OK;
+	return ctl_watch(ctl, "nmd", 0, count, print_change);
 }
 
 int

@@ -118,6 +118,49 @@ ctl_show(struct o2ctl *ctl, const char *daemon, MsgType type,
 	return rc;
 }
 
+/*
+ * Subscribe to a daemon's events and print them as they come, flushed
+ * for scripts; fn prints one event and says whether it counted. Stops
+ * after count events (0: never).
+ */
+int
+ctl_watch(struct o2ctl *ctl, const char *daemon, uint32_t topics,
+    unsigned long count, ctl_event_fn *fn)
+{
+	Envelope req = ENVELOPE__INIT, *rep = NULL, *ev;
+	Subscribe sub = SUBSCRIBE__INIT;
+	unsigned long seen = 0;
+	int fd;
+
+	if ((fd = ctl_connect(ctl, daemon)) == -1)
+		return EX_DOWN;
+	sub.topics = topics;
+	req.type = MSG_TYPE__MSG_SUBSCRIBE;
+	req.payload_case = ENVELOPE__PAYLOAD_SUBSCRIBE;
+	req.subscribe = &sub;
+	if (ipc_sync_call(fd, &req, &rep, ctl->timeout_ms) == -1) {
+		fprintf(stderr, "o2ctl: subscribe: %s\n", strerror(errno));
+		close(fd);
+		return EX_DOWN;
+	}
+	envelope__free_unpacked(rep, NULL);
+	printf("%s\n", ctl->json ? "{\"subscribed\":true}" : "watching");
+	fflush(stdout);
+	while (count == 0 || seen < count) {
+		if (ipc_sync_recv(fd, &ev, -1) == -1) {
+			fprintf(stderr, "o2ctl: %s: %s\n", daemon, strerror(errno));
+			close(fd);
+			return EX_DOWN;
+		}
+		if (ev->kind == KIND__KIND_EVENT && fn(ctl, ev))
+			seen++;
+		fflush(stdout);
+		envelope__free_unpacked(ev, NULL);
+	}
+	close(fd);
+	return EX_OK;
+}
+
 int
 main(int argc, char *argv[])
 {

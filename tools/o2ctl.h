@@ -28,11 +28,16 @@ struct o2ctl_cmd {
 /* Prints one reply of a daemon (its payload). */
 typedef void ctl_print_fn(const Envelope *rep);
 
+/* Prints one event; 1 when it was one the command counts. */
+typedef int ctl_event_fn(struct o2ctl *, const Envelope *ev);
+
 /* o2ctl.c */
 int	ctl_call(struct o2ctl *, const char *daemon, Envelope *req, Envelope **rep);
 int	ctl_connect(struct o2ctl *, const char *daemon);
 int	ctl_show(struct o2ctl *, const char *daemon, MsgType type,
 	    Envelope__PayloadCase payload, ctl_print_fn *json, ctl_print_fn *text);
+int	ctl_watch(struct o2ctl *, const char *daemon, uint32_t topics,
+	    unsigned long count, ctl_event_fn *fn);
 
 /* json.c: a minimal streaming writer. */
 void	json_str(FILE *, const char *);
