@@ -15,6 +15,7 @@
 #include "util.h"
 
 static const struct o2ctl_cmd commands[] = {
+	{ "status", "", "nodes configured, heartbeating and linked (nmd, hbd, netd)", cmd_status },
 	{ "config", "", "print the live configuration (nmd)", cmd_config },
 	{ "reload", "", "re-read cluster.conf; print what changed and what was refused", cmd_reload },
 	{ "check-config", "FILE [--node NAME] [-t O2CB_DEFAULTS]",

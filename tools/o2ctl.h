@@ -43,6 +43,9 @@ int	ctl_watch(struct o2ctl *, const char *daemon, uint32_t topics,
 void	json_str(FILE *, const char *);
 void	json_key(FILE *, int *first, const char *key);
 
+/* status_cmd.c */
+int	cmd_status(struct o2ctl *, int, char **);
+
 /* nmd_cmds.c */
 int	cmd_config(struct o2ctl *, int, char **);
 int	cmd_reload(struct o2ctl *, int, char **);

@@ -1,0 +1,145 @@
+/*
+ * o2ctl status: one node's view of the cluster, from nmd (who is
+ * configured), hbd (who heartbeats) and netd (who is linked). The JSON
+ * form is the fixed interface of ARCHITECTURE.md §7.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ipc.h"
+#include "o2ctl.h"
+
+struct view {
+	Envelope	*cfg;		/* nmd: required */
+	Envelope	*hb;		/* hbd: NULL when it does not answer */
+	Envelope	*net;		/* netd: NULL when it does not answer */
+};
+
+static Envelope *
+ask(struct o2ctl *ctl, const char *daemon, MsgType type, Envelope__PayloadCase want)
+{
+	Envelope req = ENVELOPE__INIT, *rep = NULL;
+
+	req.type = type;
+	if (ctl_call(ctl, daemon, &req, &rep) != EX_OK || rep->payload_case != want) {
+		if (rep != NULL)
+			envelope__free_unpacked(rep, NULL);
+		return NULL;
+	}
+	return rep;
+}
+
+static const char *
+heartbeat_of(const struct view *v, unsigned num)
+{
+	const Hbd__HbStatus *st;
+	size_t i;
+
+	if (v->hb == NULL)
+		return "unknown";
+	st = v->hb->hb_status;
+	for (i = 0; i < st->n_live_nodes; i++)
+		if (st->live_nodes[i] == num)
+			return "up";
+	return "down";
+}
+
+static const char *
+link_of(const struct view *v, const Nmd__Node *n)
+{
+	const Netd__NetStatus *st;
+	size_t i;
+
+	if (n->local)
+		return "self";
+	if (v->net == NULL)
+		return "down";
+	st = v->net->net_status;
+	for (i = 0; i < st->n_links; i++)
+		if (st->links[i]->node == n->num)
+			return st->links[i]->state == NETD__LINK_STATE__LINK_UP ?
+			    "up" : "down";
+	return "down";
+}
+
+static void
+print_json(const struct view *v)
+{
+	const Nmd__Config *c = v->cfg->config;
+	int first = 1, f2;
+	size_t i;
+
+	printf("{");
+	json_key(stdout, &first, "cluster"); json_str(stdout, c->cluster);
+	json_key(stdout, &first, "daemons");
+	printf("{\"nmd\":true,\"hbd\":%s,\"netd\":%s}", v->hb ? "true" : "false",
+	    v->net ? "true" : "false");
+	json_key(stdout, &first, "fenced");
+	printf("%s", v->hb != NULL && v->hb->hb_status->fenced ? "true" : "false");
+	json_key(stdout, &first, "nodes");
+	printf("[");
+	for (i = 0; i < c->n_nodes; i++) {
+		const Nmd__Node *n = c->nodes[i];
+
+		f2 = 1;
+		printf("%s{", i ? "," : "");
+		json_key(stdout, &f2, "name"); json_str(stdout, n->name);
+		json_key(stdout, &f2, "num"); printf("%u", n->num);
+		json_key(stdout, &f2, "local"); printf("%s", n->local ? "true" : "false");
+		json_key(stdout, &f2, "heartbeat"); json_str(stdout, heartbeat_of(v, n->num));
+		json_key(stdout, &f2, "link"); json_str(stdout, link_of(v, n));
+		printf("}");
+	}
+	printf("]");
+	json_key(stdout, &first, "regions");
+	printf("[");
+	for (i = 0; i < c->n_regions; i++) {
+		printf("%s", i ? "," : "");
+		json_str(stdout, c->regions[i]->name);
+	}
+	printf("]}\n");
+}
+
+static void
+print_text(const struct view *v)
+{
+	const Nmd__Config *c = v->cfg->config;
+	size_t i;
+
+	printf("cluster %s: nmd up, hbd %s, netd %s%s\n", c->cluster,
+	    v->hb ? "up" : "DOWN", v->net ? "up" : "DOWN",
+	    v->hb != NULL && v->hb->hb_status->fenced ? ", this node is FENCED" : "");
+	printf("  %-4s %-20s %-6s %-10s %s\n", "NUM", "NODE", "LOCAL", "HEARTBEAT", "LINK");
+	for (i = 0; i < c->n_nodes; i++) {
+		const Nmd__Node *n = c->nodes[i];
+
+		printf("  %-4u %-20s %-6s %-10s %s\n", n->num, n->name,
+		    n->local ? "yes" : "", heartbeat_of(v, n->num), link_of(v, n));
+	}
+	for (i = 0; i < c->n_regions; i++)
+		printf("  heartbeat region %s on %s\n", c->regions[i]->name,
+		    c->regions[i]->dev);
+}
+
+int
+cmd_status(struct o2ctl *ctl, int argc, char **argv)
+{
+	struct view v = { 0 };
+
+	(void)argv;
+	if (argc != 1)
+		return EX_USAGE;
+	v.cfg = ask(ctl, "nmd", MSG_TYPE__MSG_NMD_GET_CONFIG, ENVELOPE__PAYLOAD_CONFIG);
+	if (v.cfg == NULL)
+		return EX_DOWN;
+	v.hb = ask(ctl, "hbd", MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD_HB_STATUS);
+	v.net = ask(ctl, "netd", MSG_TYPE__MSG_NETD_STATUS, ENVELOPE__PAYLOAD_NET_STATUS);
+	(ctl->json ? print_json : print_text)(&v);
+	envelope__free_unpacked(v.cfg, NULL);
+	if (v.hb != NULL)
+		envelope__free_unpacked(v.hb, NULL);
+	if (v.net != NULL)
+		envelope__free_unpacked(v.net, NULL);
+	return EX_OK;
+}
