@@ -14,40 +14,12 @@
 #include <string.h>
 
 #include "fsd/fsd.h"
-
-static char dir[64], img[128];
+#include "fsd_volume.h"
 
 static void
 make_volume(void)
 {
-	char cmd[512];
-
-	strcpy(dir, "/tmp/fsd-unit.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(img, sizeof(img), "%s/v.img", dir);
-	snprintf(cmd, sizeof(cmd), "truncate -s 256M %s && mkfs.ocfs2 -q -F -M local "
-	    "--fs-feature-level=max-compat -b 512 -C 4096 %s </dev/null >/dev/null 2>&1", img, img);
-	cr_assert_eq(system(cmd), 0, "mkfs.ocfs2");
-}
-
-static void
-remove_volume(void)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-}
-
-static int
-fsck_clean(void)
-{
-	char cmd[512];
-
-	snprintf(cmd, sizeof(cmd), "out=$(fsck.ocfs2 -fn %s 2>&1); echo \"$out\" | "
-	    "grep -q 'All passes succeeded' && ! echo \"$out\" | grep '^\\['", img);
-	return system(cmd) == 0;
+	make_volume_of("256M", 512);
 }
 
 /* Walk every chain: c_total/c_free and the inode's totals must agree (fsck pass 0). */
@@ -98,7 +70,7 @@ Test(fsd_alloc, deep_tree_grows_maps_and_shrinks, .init = make_volume, .fini = r
 	unsigned k, got;
 	char err[256];
 
-	cr_assert_eq(super_mount(&fs, img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 	/* a file, linked in the root so that fsck sees it connected */
 	cr_assert_eq(journal_start(&fs, &h), 0);
 	cr_assert_eq(inode_create(&h, S_IFREG | 0644, 0, 0, 0, &ib), 0);
@@ -178,7 +150,7 @@ Test(fsd_alloc, suballocators_grow, .init = make_volume, .fini = remove_volume, 
 	char err[256], name[32];
 	unsigned k;
 
-	cr_assert_eq(super_mount(&fs, img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(block_read(&fs, fs.slots[0].inode_alloc, BLK_INODE, &ab), 0);
 	adi = (const struct ocfs2_dinode *)ab->data;
 	before = le32toh(adi->id1.bitmap1.i_total);
@@ -218,7 +190,7 @@ Test(fsd_alloc, name_index_follows_changes_and_aborts, .init = make_volume,
 	char err[256], name[32];
 	unsigned k;
 
-	cr_assert_eq(super_mount(&fs, img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(inode_get(&fs, fs.root_blkno, &root), 0);	/* the index hangs off it */
 	cr_assert_eq(block_read(&fs, fs.root_blkno, BLK_INODE, &rb), 0);
 	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "lost+found", 10, &lf), 0);

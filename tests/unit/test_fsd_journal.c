@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "fsd/fsd.h"
+#include "fsd_volume.h"
 #include <ocfs2/jbd2.h>
 
 #define BS	512
@@ -261,40 +262,10 @@ Test(fsd_jbd2, superblock_features)
 
 /* ---- on a real volume -------------------------------------------------- */
 
-static char dir[64], img[128];
-
 static void
 make_volume(void)
 {
-	char cmd[512];
-
-	strcpy(dir, "/tmp/fsd-unit.XXXXXX");
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(img, sizeof(img), "%s/v.img", dir);
-	snprintf(cmd, sizeof(cmd), "truncate -s 64M %s && mkfs.ocfs2 -q -F -M local "
-	    "--fs-feature-level=max-compat -b 1024 -C 4096 %s </dev/null >/dev/null 2>&1", img, img);
-	cr_assert_eq(system(cmd), 0, "mkfs.ocfs2");
-}
-
-static void
-remove_volume(void)
-{
-	char cmd[256];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	if (system(cmd) != 0)
-		fprintf(stderr, "could not remove %s\n", dir);
-}
-
-static int
-fsck_clean(void)
-{
-	char cmd[512];
-
-	/* fsck.ocfs2's status is 0 even with problems: look for [CODE] lines */
-	snprintf(cmd, sizeof(cmd), "out=$(fsck.ocfs2 -fn %s 2>&1); echo \"$out\" | "
-	    "grep -q 'All passes succeeded' && ! echo \"$out\" | grep '^\\['", img);
-	return system(cmd) == 0;
+	make_volume_of("64M", 1024);
 }
 
 static void
@@ -303,7 +274,7 @@ mount_rw(struct fsd *fs)
 	struct fsd_mount_opts o = { 0, 1024, 0, 60000 };
 	char err[256];
 
-	cr_assert_eq(super_mount(fs, img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(super_mount(fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 }
 
 /* The uid field of the root inode as the disk has it now. */
@@ -311,7 +282,7 @@ static uint32_t
 disk_root_uid(struct fsd *fs)
 {
 	uint8_t buf[1024];
-	int fd = open(img, O_RDONLY);
+	int fd = open(vol_img, O_RDONLY);
 
 	cr_assert(fd >= 0);
 	cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)(fs->root_blkno * 1024)), 1024);
@@ -408,7 +379,7 @@ Test(fsd_journal_disk, torn_commit_is_ignored_and_log_wraps, .init = make_volume
 		cr_assert_eq(journal_commit(&fs), 0);
 	}
 	super_abandon(&fs);
-	cr_assert_eq(super_mount(&probe, img, &ro, err, sizeof(err)), -1,
+	cr_assert_eq(super_mount(&probe, vol_img, &ro, err, sizeof(err)), -1,
 	    "a read-only mount refuses a dirty journal");
 	cr_assert(strstr(err, "needs recovery") != NULL, "%s", err);
 	mount_rw(&fs);
