@@ -10,13 +10,13 @@
  *	24  le32 hb_dead_ms
  *	28  zero up to block_bytes
  *
- * The checksum is Linux's crc32_le: reflected polynomial 0xEDB88320,
- * seed 0 and no final inversion, so it is not zlib's crc32.
+ * The checksum is Linux's crc32_le (common/crc32.c), seed 0.
  */
 #include <endian.h>
-#include <pthread.h>
 #include <string.h>
 
+#include "crc32.h"
+#include "crc32.h"
 #include "hbd.h"
 
 #define OFF_SEQ		0
@@ -24,34 +24,6 @@
 #define OFF_CKSUM	12
 #define OFF_GEN		16
 #define OFF_DEAD_MS	24
-
-static uint32_t crc_table[256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void
-crc_table_init(void)
-{
-	uint32_t c;
-	unsigned i, k;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (k = 0; k < 8; k++)
-			c = (c >> 1) ^ (c & 1 ? 0xEDB88320u : 0);
-		crc_table[i] = c;
-	}
-}
-
-uint32_t
-hb_crc32_le(uint32_t crc, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	pthread_once(&crc_once, crc_table_init);
-	while (len-- > 0)
-		crc = (crc >> 8) ^ crc_table[(crc ^ *p++) & 0xff];
-	return crc;
-}
 
 static void
 put_le64(uint8_t *p, uint64_t v)
@@ -92,9 +64,9 @@ block_crc(const uint8_t *p, unsigned block_bytes)
 	static const uint8_t zero[4];
 	uint32_t crc;
 
-	crc = hb_crc32_le(0, p, OFF_CKSUM);
-	crc = hb_crc32_le(crc, zero, 4);
-	return hb_crc32_le(crc, p + OFF_CKSUM + 4, block_bytes - OFF_CKSUM - 4);
+	crc = crc32_le(0, p, OFF_CKSUM);
+	crc = crc32_le(crc, zero, 4);
+	return crc32_le(crc, p + OFF_CKSUM + 4, block_bytes - OFF_CKSUM - 4);
 }
 
 void

@@ -41,7 +41,6 @@ struct hb_block {
 	uint32_t	dead_ms;
 };
 
-uint32_t hb_crc32_le(uint32_t crc, const void *buf, size_t len);
 /* Fill a whole block: fields, zeroes, checksum. */
 void	hb_block_encode(void *buf, unsigned block_bytes, const struct hb_block *b);
 /* The fields; returns 1 when the checksum matches, 0 when it does not. */

@@ -48,6 +48,7 @@
 
 #include <event2/event.h>
 
+#include "crc32.h"
 #include "hbd.h"
 #include "ipc.h"
 #include "log.h"
@@ -61,7 +62,7 @@
 uint32_t
 hb_nego_key(unsigned region_num, const char *name)
 {
-	return hb_crc32_le(region_num + NEGO_SEED_BASE, name, strlen(name));
+	return crc32_le(region_num + NEGO_SEED_BASE, name, strlen(name));
 }
 
 /* O2HB_NEGO_TIMEOUT_MS: half the write timeout. */
