@@ -118,7 +118,8 @@ ipc_conn_close(struct ipc_conn *c)
 	}
 	while ((p = TAILQ_FIRST(&c->pending)) != NULL) {
 		TAILQ_REMOVE(&c->pending, p, entry);
-		p->fn(NULL, p->arg);
+		if (p->fn != NULL)
+			p->fn(NULL, p->arg);
 		free(p);
 	}
 	event_active(c->reaper, 0, 0);
@@ -286,7 +287,8 @@ dispatch_reply(struct ipc_conn *c, const Envelope *rep)
 		return;
 	}
 	TAILQ_REMOVE(&c->pending, p, entry);
-	p->fn(rep, p->arg);
+	if (p->fn != NULL)
+		p->fn(rep, p->arg);
 	free(p);
 }
 

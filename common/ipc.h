@@ -53,6 +53,7 @@ struct ipc_conn *ipc_server_find(struct ipc_server *s, uint64_t conn_id);
 /* Client side: connect to a daemon's socket. */
 struct ipc_conn *ipc_connect(struct event_base *base, const char *path,
 	    ipc_event_fn *on_event, ipc_close_fn *on_close, void *arg);
+/* fn NULL: the reply is not wanted. */
 int	ipc_request(struct ipc_conn *c, Envelope *req, ipc_reply_fn *fn, void *arg);
 
 /* Either side. */

@@ -1,0 +1,175 @@
+/*
+ * hbd's view of the cluster: dlmd subscribes as ROLE_DLM, so it hears
+ * of a death after netd has failed that node's messages and before the
+ * filesystem does, and acknowledges each event once the domains have
+ * acted on it (a death: its locks dropped here and recovery started).
+ * Without hbd, nobody can join a domain (the live map is unknown) and a
+ * death goes unnoticed until hbd is back; we keep trying.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "dlmd.h"
+#include "ipc.h"
+#include "log.h"
+#include "util.h"
+
+#define HBD_RETRY_MS	500
+
+static void	hbd_connect(struct dlmd *);
+
+static void
+node_down(struct dlmd *dd, unsigned node)
+{
+	struct dlm_domain *d, *next;
+
+	dd->live[node] = 0;
+	for (d = TAILQ_FIRST(&dd->domains); d != NULL; d = next) {
+		next = TAILQ_NEXT(d, entry);
+		domain_node_down(d, node);
+	}
+}
+
+static void
+on_subscribed(const Envelope *rep, void *arg)
+{
+	struct dlmd *dd = arg;
+	uint8_t live[DLM_MAX_NODES] = { 0 };
+	const Hbd__HbStatus *st;
+	size_t i;
+
+	if (rep == NULL)
+		return;
+	if (rep->status != 0) {
+		log_warnx("hbd refused our subscription: %s", rep->error);
+		ipc_conn_close(dd->hbd);
+		return;
+	}
+	dd->hbd_up = 1;
+	log_info("subscribed to hbd's node events");
+	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS)
+		return;
+	st = rep->hb_status;
+	for (i = 0; i < st->n_live_nodes; i++)
+		if (st->live_nodes[i] < DLM_MAX_NODES)
+			live[st->live_nodes[i]] = 1;
+	for (i = 0; i < DLM_MAX_NODES; i++) {
+		if (live[i] == dd->live[i])
+			continue;
+		if (live[i])
+			dd->live[i] = 1;
+		else
+			node_down(dd, (unsigned)i);
+	}
+}
+
+static void
+ack(struct dlmd *dd, uint64_t seq)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__HbAck a = HBD__HB_ACK__INIT;
+
+	a.seq = seq;
+	req.type = MSG_TYPE__MSG_HBD_EVENT_ACK;
+	req.payload_case = ENVELOPE__PAYLOAD_HB_ACK;
+	req.hb_ack = &a;
+	if (dd->hbd != NULL)
+		ipc_request(dd->hbd, &req, NULL, NULL);
+}
+
+static void
+on_event(struct ipc_conn *c, const Envelope *ev)
+{
+	struct dlmd *dd = ipc_conn_arg(c);
+	const Hbd__NodeEvent *ne;
+	uint64_t seq = 0;
+
+	switch (ev->payload_case) {
+	case ENVELOPE__PAYLOAD_NODE_EVENT:
+		ne = ev->node_event;
+		seq = ne->seq;
+		if (ne->node >= DLM_MAX_NODES)
+			break;
+		if (ne->kind == HBD__NODE_EVENT_KIND__NODE_UP) {
+			log_debug("hbd: node %u up", ne->node);
+			dd->live[ne->node] = 1;
+		} else {
+			log_info("hbd: node %u down (%s)", ne->node, ne->reason);
+			node_down(dd, ne->node);
+		}
+		break;
+	case ENVELOPE__PAYLOAD_REGION_EVENT:
+		seq = ev->region_event->seq;
+		break;
+	case ENVELOPE__PAYLOAD_FENCED_EVENT:
+		seq = ev->fenced_event->seq;
+		log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
+		break;
+	default:
+		break;
+	}
+	if (seq != 0)
+		ack(dd, seq);
+}
+
+static void
+hbd_retry(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	hbd_connect(arg);
+}
+
+static void
+retry_later(struct dlmd *dd)
+{
+	struct timeval tv = { 0, HBD_RETRY_MS * 1000 };
+
+	evtimer_add(dd->hbd_retry, &tv);
+}
+
+/* We keep the last membership and reconcile it when hbd is back. */
+static void
+on_close(struct ipc_conn *c)
+{
+	struct dlmd *dd = ipc_conn_arg(c);
+
+	if (dd->hbd_up)
+		log_warnx("lost hbd; keeping the last membership and reconnecting");
+	dd->hbd = NULL;
+	dd->hbd_up = 0;
+	retry_later(dd);
+}
+
+static void
+hbd_connect(struct dlmd *dd)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__HbSubscribe sub = HBD__HB_SUBSCRIBE__INIT;
+	char *path;
+
+	xasprintf(&path, "%s/hbd.sock", dd->rundir);
+	dd->hbd = ipc_connect(dd->base, path, on_event, on_close, dd);
+	free(path);
+	if (dd->hbd == NULL) {
+		retry_later(dd);
+		return;
+	}
+	sub.role = HBD__ROLE__ROLE_DLM;
+	req.type = MSG_TYPE__MSG_HBD_SUBSCRIBE;
+	req.payload_case = ENVELOPE__PAYLOAD_HB_SUBSCRIBE;
+	req.hb_subscribe = &sub;
+	if (ipc_request(dd->hbd, &req, on_subscribed, dd) == -1)
+		log_warnx("hbd: cannot subscribe: %s", strerror(errno));
+}
+
+void
+hbd_link_start(struct dlmd *dd)
+{
+	if ((dd->hbd_retry = evtimer_new(dd->base, hbd_retry, dd)) == NULL)
+		fatalx("out of memory");
+	hbd_connect(dd);
+}

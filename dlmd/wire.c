@@ -1,0 +1,459 @@
+/*
+ * Messages between the dlmd of each node, through netd.sock: every
+ * domain registers one netd handler per message type under its key;
+ * each message and each reply is a dlmwire.Msg. A reply comes back
+ * through a callback that gets the domain again by key, so that a
+ * domain that went away meanwhile is seen as NULL rather than freed
+ * memory. A message to this node is handled here directly, a turn of the
+ * event loop later, as if it had gone round.
+ *
+ * Errors given to callbacks: netd's transport errno (ENOTCONN no link,
+ * EHOSTDOWN the node died with it in flight, ENOPROTOOPT not in that
+ * domain), ECONNRESET when netd itself went away, EPROTO for a reply that
+ * does not decode.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "dlmd.h"
+#include "ipc.h"
+#include "log.h"
+#include "util.h"
+
+#define NETD_RETRY_MS	500
+#define WIRE_MAX_TYPES	32
+
+static struct wire_handler handlers[WIRE_MAX_TYPES];
+static size_t nhandlers;
+
+static const struct {
+	uint32_t	 type;
+	const char	*name;
+} type_names[] = {
+	{ WIRE_LOOKUP, "LOOKUP" }, { WIRE_DIR_SET, "DIR_SET" },
+	{ WIRE_DIR_DROP, "DIR_DROP" }, { WIRE_CREATE_LOCK, "CREATE_LOCK" },
+	{ WIRE_CONVERT_LOCK, "CONVERT_LOCK" }, { WIRE_PROXY_AST, "PROXY_AST" },
+	{ WIRE_UNLOCK_LOCK, "UNLOCK_LOCK" }, { WIRE_MIGRATE, "MIGRATE" },
+	{ WIRE_QUERY_JOIN, "QUERY_JOIN" }, { WIRE_ASSERT_JOINED, "ASSERT_JOINED" },
+	{ WIRE_CANCEL_JOIN, "CANCEL_JOIN" }, { WIRE_EXIT_DOMAIN, "EXIT_DOMAIN" },
+	{ WIRE_RECO_DATA, "RECO_DATA" }, { WIRE_BEGIN_RECO, "BEGIN_RECO" },
+	{ WIRE_FINALIZE_RECO, "FINALIZE_RECO" }, { WIRE_DIR_HANDOFF, "DIR_HANDOFF" },
+};
+
+const char *
+wire_type_name(uint32_t type)
+{
+	size_t i;
+
+	for (i = 0; i < nitems(type_names); i++)
+		if (type_names[i].type == type)
+			return type_names[i].name;
+	return "?";
+}
+
+void
+wire_register_handlers(const struct wire_handler *h, size_t n)
+{
+	if (nhandlers + n > WIRE_MAX_TYPES)
+		fatalx("too many wire handlers");
+	memcpy(handlers + nhandlers, h, n * sizeof(*h));
+	nhandlers += n;
+}
+
+static const struct wire_handler *
+handler_find(uint32_t type)
+{
+	size_t i;
+
+	for (i = 0; i < nhandlers; i++)
+		if (handlers[i].type == type)
+			return &handlers[i];
+	return NULL;
+}
+
+/* ---------------------------------------------------------- sending */
+
+struct wire_call {
+	struct dlmd	*dlmd;
+	uint32_t	 key;
+	uint32_t	 type;
+	unsigned	 node;
+	wire_reply_fn	*fn;
+	void		*arg;
+	/* local delivery and deferred failures */
+	int		 err;
+	uint8_t		*payload;
+	size_t		 len;
+};
+
+static void
+call_done(struct wire_call *wc, int err, const uint8_t *payload, size_t len)
+{
+	struct dlm_domain *d = domain_find_key(wc->dlmd, wc->key);
+	Dlmwire__Msg *rep = NULL;
+
+	if (err == 0 && (rep = dlmwire__msg__unpack(NULL, len, payload)) == NULL) {
+		log_warnx("%s to node %u: a reply that does not decode",
+		    wire_type_name(wc->type), wc->node);
+		err = EPROTO;
+	}
+	if (wc->fn != NULL)
+		wc->fn(d, err, rep, wc->arg);
+	if (rep != NULL)
+		dlmwire__msg__free_unpacked(rep, NULL);
+	free(wc->payload);
+	free(wc);
+}
+
+static void
+on_reply(const Envelope *env, void *arg)
+{
+	struct wire_call *wc = arg;
+	const Netd__NetResult *nr;
+
+	if (env == NULL) {
+		call_done(wc, ECONNRESET, NULL, 0);
+		return;
+	}
+	if (env->status != 0) {
+		call_done(wc, env->status, NULL, 0);
+		return;
+	}
+	if (env->payload_case != ENVELOPE__PAYLOAD_NET_RESULT) {
+		call_done(wc, EPROTO, NULL, 0);
+		return;
+	}
+	nr = env->net_result;
+	if (nr->status != 0) {
+		call_done(wc, nr->status > 0 ? nr->status : -nr->status, NULL, 0);
+		return;
+	}
+	call_done(wc, 0, nr->payload.data, nr->payload.len);
+}
+
+/* Run a handler of ours on a message to ourselves. */
+static size_t
+handle_local(struct dlm_domain *d, uint32_t type, unsigned from,
+    const uint8_t *payload, size_t len, uint8_t **out, int *status)
+{
+	const struct wire_handler *h = handler_find(type);
+	Dlmwire__Msg *m, rep = DLMWIRE__MSG__INIT;
+	size_t n;
+
+	*out = NULL;
+	if (h == NULL) {
+		*status = ENOPROTOOPT;
+		return 0;
+	}
+	if ((m = dlmwire__msg__unpack(NULL, len, payload)) == NULL) {
+		log_warnx("%s from node %u in domain %s: does not decode; refused",
+		    wire_type_name(type), from, d->name);
+		*status = EBADMSG;
+		return 0;
+	}
+	h->fn(d, from, m, &rep);
+	dlmwire__msg__free_unpacked(m, NULL);
+	n = dlmwire__msg__get_packed_size(&rep);
+	*out = xmalloc(n ? n : 1);
+	dlmwire__msg__pack(&rep, *out);
+	/* handlers may hand out resources they allocated for the reply */
+	wire_free_resources(rep.resources, rep.n_resources);
+	*status = 0;
+	return n;
+}
+
+static void
+deliver_self(evutil_socket_t fd, short ev, void *arg)
+{
+	struct wire_call *wc = arg;
+	struct dlm_domain *d = domain_find_key(wc->dlmd, wc->key);
+	uint8_t *out;
+	size_t n;
+	int status;
+
+	(void)fd;
+	(void)ev;
+	if (wc->err != 0 || d == NULL) {
+		call_done(wc, wc->err ? wc->err : ENOPROTOOPT, NULL, 0);
+		return;
+	}
+	n = handle_local(d, wc->type, wc->dlmd->local_node, wc->payload, wc->len,
+	    &out, &status);
+	call_done(wc, status, out, n);
+	free(out);
+}
+
+static void
+defer(struct wire_call *wc)
+{
+	struct timeval now = { 0, 0 };
+
+	if (event_base_once(wc->dlmd->base, -1, EV_TIMEOUT, deliver_self, wc, &now) == -1)
+		fatalx("event_base_once");
+}
+
+/*
+ * Send `m` to `node` in domain d; `fn` (may be NULL) gets the outcome
+ * exactly once, never before wire_send returns.
+ */
+int
+wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
+    const Dlmwire__Msg *m, wire_reply_fn *fn, void *arg)
+{
+	struct dlmd *dd = d->dlmd;
+	struct wire_call *wc = xcalloc(1, sizeof(*wc));
+	Envelope req = ENVELOPE__INIT;
+	Netd__NetSend ns = NETD__NET_SEND__INIT;
+	Dlmwire__Msg copy = *m;
+	uint8_t *buf;
+	size_t len;
+
+	copy.node = dd->local_node;
+	len = dlmwire__msg__get_packed_size(&copy);
+	buf = xmalloc(len ? len : 1);
+	dlmwire__msg__pack(&copy, buf);
+	wc->dlmd = dd;
+	wc->key = d->key;
+	wc->type = type;
+	wc->node = node;
+	wc->fn = fn;
+	wc->arg = arg;
+	if (node == dd->local_node) {
+		wc->payload = buf;
+		wc->len = len;
+		defer(wc);
+		return 0;
+	}
+	if (dd->netd == NULL || !dd->netd_up) {
+		free(buf);
+		wc->err = ENOTCONN;
+		defer(wc);
+		return 0;
+	}
+	ns.node = node;
+	ns.type = type;
+	ns.key = d->key;
+	ns.payload.data = buf;
+	ns.payload.len = len;
+	req.type = MSG_TYPE__MSG_NETD_SEND;
+	req.payload_case = ENVELOPE__PAYLOAD_NET_SEND;
+	req.net_send = &ns;
+	if (ipc_request(dd->netd, &req, on_reply, wc) == -1) {
+		wc->err = errno ? errno : ECONNRESET;
+		defer(wc);
+	}
+	free(buf);
+	return 0;
+}
+
+/* ---------------------------------------------------------- receiving */
+
+static void
+answer(struct dlmd *dd, uint64_t handle, int status, const uint8_t *buf, size_t len)
+{
+	Envelope req = ENVELOPE__INIT;
+	Netd__NetReply nr = NETD__NET_REPLY__INIT;
+
+	nr.handle = handle;
+	nr.status = status;
+	nr.payload.data = (uint8_t *)buf;
+	nr.payload.len = len;
+	req.type = MSG_TYPE__MSG_NETD_REPLY;
+	req.payload_case = ENVELOPE__PAYLOAD_NET_REPLY;
+	req.net_reply = &nr;
+	if (dd->netd != NULL)
+		ipc_request(dd->netd, &req, NULL, NULL);
+}
+
+static void
+on_message(struct dlmd *dd, const Netd__NetMessage *nm)
+{
+	struct dlm_domain *d = domain_find_key(dd, nm->key);
+	uint8_t *out;
+	size_t n;
+	int status;
+
+	if (d == NULL || d->state == DS_GONE) {
+		answer(dd, nm->handle, ENOPROTOOPT, NULL, 0);
+		return;
+	}
+	n = handle_local(d, nm->type, nm->from, nm->payload.data, nm->payload.len,
+	    &out, &status);
+	answer(dd, nm->handle, status, out, n);
+	free(out);
+}
+
+static void
+netd_event(struct ipc_conn *c, const Envelope *ev)
+{
+	if (ev->type == MSG_TYPE__MSG_NETD_MESSAGE &&
+	    ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE)
+		on_message(ipc_conn_arg(c), ev->net_message);
+}
+
+/* ---------------------------------------------------------- handlers */
+
+struct reg_call {
+	struct dlmd	*dlmd;
+	uint32_t	 key;
+	int		 reg;
+};
+
+static void
+on_registered(const Envelope *rep, void *arg)
+{
+	struct reg_call *rc = arg;
+	struct dlm_domain *d = domain_find_key(rc->dlmd, rc->key);
+
+	if (rc->reg && d != NULL && d->pending_regs > 0) {
+		d->pending_regs--;
+		if (rep == NULL || rep->status != 0) {
+			log_warnx("domain %s: netd refused our handler (key 0x%08x): %s",
+			    d->name, d->key, rep == NULL ? "netd went away" :
+			    rep->error[0] ? rep->error : strerror(rep->status));
+			domain_registered(d, 0);
+		} else if (d->pending_regs == 0)
+			domain_registered(d, 1);
+	}
+	free(rc);
+}
+
+/* (Un)register every message type of domain d with netd. */
+void
+wire_domain_register(struct dlm_domain *d, int reg)
+{
+	struct dlmd *dd = d->dlmd;
+	Envelope req = ENVELOPE__INIT;
+	Netd__NetRegister nr = NETD__NET_REGISTER__INIT;
+	struct reg_call *rc;
+	size_t i;
+
+	/* Without netd, registering waits for it (on_status). */
+	if (dd->netd == NULL || !dd->netd_up)
+		return;
+	if (reg)
+		d->pending_regs = (unsigned)nhandlers;
+	for (i = 0; i < nhandlers; i++) {
+		nr.type = handlers[i].type;
+		nr.key = d->key;
+		req.type = reg ? MSG_TYPE__MSG_NETD_REGISTER : MSG_TYPE__MSG_NETD_UNREGISTER;
+		req.payload_case = ENVELOPE__PAYLOAD_NET_REGISTER;
+		req.net_register = &nr;
+		rc = xcalloc(1, sizeof(*rc));
+		rc->dlmd = dd;
+		rc->key = d->key;
+		rc->reg = reg;
+		if (ipc_request(dd->netd, &req, on_registered, rc) == -1)
+			free(rc);
+	}
+	d->registered = reg;
+}
+
+/* ---------------------------------------------------------- connection */
+
+static void	netd_connect(struct dlmd *);
+
+static void
+netd_retry_later(struct dlmd *dd)
+{
+	struct timeval tv = { 0, NETD_RETRY_MS * 1000 };
+
+	evtimer_add(dd->netd_retry, &tv);
+}
+
+/*
+ * Without netd this node cannot talk to the others: every domain's
+ * handlers went with the connection, and its peers see ENOPROTOOPT. We
+ * reconnect and register again; a domain meanwhile has lost nothing
+ * that the other nodes do not also see as lost messages.
+ */
+static void
+netd_closed(struct ipc_conn *c)
+{
+	struct dlmd *dd = ipc_conn_arg(c);
+	struct dlm_domain *d;
+
+	if (dd->netd_up)
+		log_warnx("lost netd; reconnecting");
+	dd->netd = NULL;
+	dd->netd_up = 0;
+	TAILQ_FOREACH(d, &dd->domains, entry)
+		d->registered = 0;
+	netd_retry_later(dd);
+}
+
+/* netd tells us who we are: the node its links speak for. */
+static void
+on_status(const Envelope *rep, void *arg)
+{
+	struct dlmd *dd = arg;
+	struct dlm_domain *d;
+
+	if (rep == NULL)
+		return;
+	if (rep->status != 0 || rep->payload_case != ENVELOPE__PAYLOAD_NET_STATUS ||
+	    rep->net_status->local_node >= DLM_MAX_NODES) {
+		log_warnx("netd did not tell us our node number; reconnecting");
+		ipc_conn_close(dd->netd);
+		return;
+	}
+	if (dd->local_node != rep->net_status->local_node) {
+		if (dd->local_node < DLM_MAX_NODES)
+			fatalx("netd now speaks for node %u, we were node %u",
+			    rep->net_status->local_node, dd->local_node);
+		dd->local_node = rep->net_status->local_node;
+		log_info("this is node %u of cluster %s", dd->local_node,
+		    rep->net_status->cluster);
+	}
+	dd->netd_up = 1;
+	TAILQ_FOREACH(d, &dd->domains, entry)
+		if (d->state == DS_JOINED || d->state == DS_LEAVING)
+			wire_domain_register(d, 1);
+		else if (d->state == DS_REGISTERING && d->pending_regs == 0)
+			wire_domain_register(d, 1);
+}
+
+static void
+netd_connect(struct dlmd *dd)
+{
+	static int logged;
+	Envelope req = ENVELOPE__INIT;
+	char *path;
+
+	xasprintf(&path, "%s/netd.sock", dd->rundir);
+	dd->netd = ipc_connect(dd->base, path, netd_event, netd_closed, dd);
+	if (dd->netd == NULL) {
+		if (!logged)
+			log_warn("netd at %s; retrying every %d ms", path, NETD_RETRY_MS);
+		logged = 1;
+		free(path);
+		netd_retry_later(dd);
+		return;
+	}
+	logged = 0;
+	log_info("connected to netd at %s", path);
+	free(path);
+	req.type = MSG_TYPE__MSG_NETD_STATUS;
+	if (ipc_request(dd->netd, &req, on_status, dd) == -1)
+		ipc_conn_close(dd->netd);
+}
+
+static void
+netd_retry(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	netd_connect(arg);
+}
+
+void
+netd_link_start(struct dlmd *dd)
+{
+	if ((dd->netd_retry = evtimer_new(dd->base, netd_retry, dd)) == NULL)
+		fatalx("out of memory");
+	netd_connect(dd);
+}
