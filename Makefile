@@ -24,12 +24,12 @@ CC	?= cc
 CFLAGS	?= -O2 -g
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wpointer-arith -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
-CPPFLAGS_ALL = -std=gnu11 $(WARN) -Icommon -I$(BUILD)/proto -D_GNU_SOURCE \
+CPPFLAGS_ALL = -std=gnu11 $(WARN) -Icommon -Io2dlm -I$(BUILD)/proto -D_GNU_SOURCE \
 	   $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS) -MMD -MP
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS)
 
 DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c fsd/main.c)))
-TOOLS	 = o2ctl
+TOOLS	 = o2ctl o2lock
 
 PROTOS	 = $(wildcard proto/*.proto)
 PROTO_C	 = $(PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
@@ -80,11 +80,21 @@ $$(BUILD)/$(1): $$(OBJ)/$(1)/main.o $$(BUILD)/lib$(1).a $$(LIBCOMMON)
 endef
 $(foreach d,$(DAEMONS),$(eval $(call daemon_rules,$(d))))
 
-DAEMON_LIBS = $(DAEMONS:%=$(BUILD)/lib%.a)
+# The dlmd client library (o2dlm.h), for fsd, tools and programs.
+LIBO2DLM = $(BUILD)/libo2dlm.a
+$(LIBO2DLM): $(patsubst %.c,$(OBJ)/%.o,$(wildcard o2dlm/*.c))
+	@rm -f $@
+	ar rcs $@ $^
+
+DAEMON_LIBS = $(DAEMONS:%=$(BUILD)/lib%.a) $(LIBO2DLM)
 TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))
 
 # o2ctl keygen writes netd's key format: it links netd's library.
-$(BUILD)/o2ctl: $(TOOL_OBJS) $(BUILD)/libnetd.a $(LIBCOMMON)
+$(BUILD)/o2ctl: $(TOOL_OBJS) $(BUILD)/libnetd.a $(LIBO2DLM) $(LIBCOMMON)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+# o2lock: flock(1) across the cluster.
+$(BUILD)/o2lock: $(patsubst %.c,$(OBJ)/%.o,$(wildcard o2lock/*.c)) $(LIBO2DLM) $(LIBCOMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 $(BUILD)/tests/%: tests/unit/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)

@@ -15,7 +15,7 @@
 #include "util.h"
 
 static const struct o2ctl_cmd commands[] = {
-	{ "status", "", "nodes configured, heartbeating and linked (nmd, hbd, netd)", cmd_status },
+	{ "status", "", "nodes configured, heartbeating and linked; lock domains (nmd, hbd, netd, dlmd)", cmd_status },
 	{ "config", "", "print the live configuration (nmd)", cmd_config },
 	{ "reload", "", "re-read cluster.conf; print what changed and what was refused", cmd_reload },
 	{ "check-config", "FILE [--node NAME] [-t O2CB_DEFAULTS]",
@@ -38,6 +38,8 @@ static const struct o2ctl_cmd commands[] = {
 	  "send messages to net-echo on NODE and check every answer", cmd_net_send },
 	{ "net-watch", "[COUNT]", "print netd's link and quorum events as they happen", cmd_net_watch },
 	{ "keygen", "FILE", "write a new cluster key for authenticated links (0600)", cmd_keygen },
+	{ "dlm", "", "lock domains, their members and recovery (dlmd)", cmd_dlm },
+	{ "locks", "DOMAIN", "a domain's lock resources: master, queues, LVB (dlmd)", cmd_locks },
 };
 
 static void

@@ -69,4 +69,8 @@ int	cmd_net_send(struct o2ctl *, int, char **);
 int	cmd_net_watch(struct o2ctl *, int, char **);
 int	cmd_keygen(struct o2ctl *, int, char **);
 
+/* dlmd_cmds.c */
+int	cmd_dlm(struct o2ctl *, int, char **);
+int	cmd_locks(struct o2ctl *, int, char **);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * o2ctl status: one node's view of the cluster, from nmd (who is
- * configured), hbd (who heartbeats) and netd (who is linked). The JSON
- * form is the fixed interface of ARCHITECTURE.md §7.
+ * configured), hbd (who heartbeats), netd (who is linked) and dlmd
+ * (which lock domains). The JSON form is the fixed interface of
+ * ARCHITECTURE.md §7.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@ struct view {
 	Envelope	*cfg;		/* nmd: required */
 	Envelope	*hb;		/* hbd: NULL when it does not answer */
 	Envelope	*net;		/* netd: NULL when it does not answer */
+	Envelope	*dlm;		/* dlmd: NULL when it does not answer */
 };
 
 static Envelope *
@@ -73,8 +75,9 @@ print_json(const struct view *v)
 	printf("{");
 	json_key(stdout, &first, "cluster"); json_str(stdout, c->cluster);
 	json_key(stdout, &first, "daemons");
-	printf("{\"nmd\":true,\"hbd\":%s,\"netd\":%s}", v->hb ? "true" : "false",
-	    v->net ? "true" : "false");
+	printf("{\"nmd\":true,\"hbd\":%s,\"netd\":%s,\"dlmd\":%s}",
+	    v->hb ? "true" : "false", v->net ? "true" : "false",
+	    v->dlm ? "true" : "false");
 	json_key(stdout, &first, "fenced");
 	printf("%s", v->hb != NULL && v->hb->hb_status->fenced ? "true" : "false");
 	json_key(stdout, &first, "nodes");
@@ -98,7 +101,33 @@ print_json(const struct view *v)
 		printf("%s", i ? "," : "");
 		json_str(stdout, c->regions[i]->name);
 	}
-	printf("]}\n");
+	printf("]");
+	/* Without dlmd there is no domain list, rather than an empty one. */
+	if (v->dlm != NULL) {
+		const Dlmd__DlmStatus *st = v->dlm->dlm_status;
+
+		json_key(stdout, &first, "domains");
+		printf("[");
+		for (i = 0; i < st->n_domains; i++) {
+			const Dlmd__DomainInfo *d = st->domains[i];
+			size_t k;
+
+			f2 = 1;
+			printf("%s{", i ? "," : "");
+			json_key(stdout, &f2, "name"); json_str(stdout, d->name);
+			json_key(stdout, &f2, "members");
+			printf("[");
+			for (k = 0; k < d->n_members; k++)
+				printf("%s%u", k ? "," : "", d->members[k]);
+			printf("]");
+			json_key(stdout, &f2, "directory"); printf("%u", d->directory);
+			json_key(stdout, &f2, "recovering");
+			printf("%s", d->recovering ? "true" : "false");
+			printf("}");
+		}
+		printf("]");
+	}
+	printf("}\n");
 }
 
 static void
@@ -107,8 +136,8 @@ print_text(const struct view *v)
 	const Nmd__Config *c = v->cfg->config;
 	size_t i;
 
-	printf("cluster %s: nmd up, hbd %s, netd %s%s\n", c->cluster,
-	    v->hb ? "up" : "DOWN", v->net ? "up" : "DOWN",
+	printf("cluster %s: nmd up, hbd %s, netd %s, dlmd %s%s\n", c->cluster,
+	    v->hb ? "up" : "DOWN", v->net ? "up" : "DOWN", v->dlm ? "up" : "DOWN",
 	    v->hb != NULL && v->hb->hb_status->fenced ? ", this node is FENCED" : "");
 	printf("  %-4s %-20s %-6s %-10s %s\n", "NUM", "NODE", "LOCAL", "HEARTBEAT", "LINK");
 	for (i = 0; i < c->n_nodes; i++) {
@@ -120,6 +149,17 @@ print_text(const struct view *v)
 	for (i = 0; i < c->n_regions; i++)
 		printf("  heartbeat region %s on %s\n", c->regions[i]->name,
 		    c->regions[i]->dev);
+	if (v->dlm == NULL)
+		return;
+	for (i = 0; i < v->dlm->dlm_status->n_domains; i++) {
+		const Dlmd__DomainInfo *d = v->dlm->dlm_status->domains[i];
+		size_t k;
+
+		printf("  lock domain %s: directory %u, members ", d->name, d->directory);
+		for (k = 0; k < d->n_members; k++)
+			printf("%s%u", k ? "," : "", d->members[k]);
+		printf("%s\n", d->recovering ? ", RECOVERING" : "");
+	}
 }
 
 int
@@ -135,11 +175,14 @@ cmd_status(struct o2ctl *ctl, int argc, char **argv)
 		return EX_DOWN;
 	v.hb = ask(ctl, "hbd", MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD_HB_STATUS);
 	v.net = ask(ctl, "netd", MSG_TYPE__MSG_NETD_STATUS, ENVELOPE__PAYLOAD_NET_STATUS);
+	v.dlm = ask(ctl, "dlmd", MSG_TYPE__MSG_DLMD_STATUS, ENVELOPE__PAYLOAD_DLM_STATUS);
 	(ctl->json ? print_json : print_text)(&v);
 	envelope__free_unpacked(v.cfg, NULL);
 	if (v.hb != NULL)
 		envelope__free_unpacked(v.hb, NULL);
 	if (v.net != NULL)
 		envelope__free_unpacked(v.net, NULL);
+	if (v.dlm != NULL)
+		envelope__free_unpacked(v.dlm, NULL);
 	return EX_OK;
 }
