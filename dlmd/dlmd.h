@@ -135,6 +135,7 @@ struct dlm_lock {
 	uint32_t		 flags;		/* of the pending request */
 	enum lock_queue		 queue;
 	int			 highest_blocked;	/* BAST sent for; DLM_IV none */
+	uint64_t		 request_seq;	/* when it started waiting */
 	/* deliveries pending (master side) */
 	int			 ast_pending;
 	int			 ast_status;
@@ -243,8 +244,11 @@ struct dlmd {
 	struct ipc_conn		*hbd;
 	int			 netd_up;
 	int			 hbd_up;
+	int			 guarded;	/* hbd guards our locks */
 	struct event		*netd_retry, *hbd_retry;
 	uint8_t			 live[DLM_MAX_NODES];	/* hbd's view */
+	char			*regions[CC_MAX_REGIONS];	/* steady heartbeat regions */
+	int			 regions_unsteady;	/* some region still starting */
 	TAILQ_HEAD(, dlm_domain) domains;
 	uint64_t		 cookie_seq;
 	int			 stopping;
@@ -367,6 +371,8 @@ void	lvb_handlers_init(void);
 
 /* hblink.c: hbd's node events. */
 void	hbd_link_start(struct dlmd *);
+int	hbd_steady(const struct dlmd *);
+void	hbd_guard_update(struct dlmd *);
 
 /* api.c: dlmd.sock */
 void	api_start(struct dlmd *);

@@ -37,6 +37,7 @@ struct join_state {
 	int		 fatal;			/* protocol mismatch */
 	unsigned	 directory;
 	unsigned	 attempt;
+	int		 waiting_logged;
 	struct event	*timer;
 };
 
@@ -346,6 +347,7 @@ join_decide(struct dlm_domain *d)
 			send_simple(d, n, WIRE_ASSERT_JOINED);
 		}
 	d->state = DS_JOINED;
+	hbd_guard_update(dd);
 	domain_purge_start(d);
 	log_info("domain %s: joined with %u other node%s; directory is node %u",
 	    d->name, count, count == 1 ? "" : "s", d->directory);
@@ -391,7 +393,13 @@ join_attempt(struct dlm_domain *d)
 	uint32_t live[DLM_MAX_NODES];
 	unsigned n;
 
-	if (!dd->hbd_up || !dd->netd_up || !d->registered) {
+	if (!hbd_steady(dd) || !dd->netd_up || !d->registered) {
+		if (js->attempt == 0 && !js->waiting_logged) {
+			log_info("domain %s: waiting for %s", d->name, !dd->hbd_up ?
+			    "hbd" : !hbd_steady(dd) ? "a steady heartbeat region" :
+			    "netd");
+			js->waiting_logged = 1;
+		}
 		join_later(d, JOIN_WAIT_HBD_MS);
 		return;
 	}
@@ -613,10 +621,13 @@ static void	leave_step(struct dlm_domain *);
 static void
 leave_done(struct dlm_domain *d)
 {
+	struct dlmd *dd = d->dlmd;
+
 	log_info("domain %s: left", d->name);
 	wire_domain_register(d, 0);
 	d->state = DS_GONE;
 	domain_free(d);
+	hbd_guard_update(dd);
 }
 
 static void

@@ -21,6 +21,48 @@
 
 static void	hbd_connect(struct dlmd *);
 
+/*
+ * Joining a domain before our heartbeat region is steady could miss a
+ * node that is up but not yet seen, and two such nodes would each form
+ * the domain alone. So a join waits until hbd has at least one region
+ * and every one it knows of is steady (o2hb's region start waits so too).
+ */
+int
+hbd_steady(const struct dlmd *dd)
+{
+	size_t i;
+
+	if (!dd->hbd_up || dd->regions_unsteady)
+		return 0;
+	for (i = 0; i < CC_MAX_REGIONS; i++)
+		if (dd->regions[i] != NULL)
+			return 1;
+	return 0;
+}
+
+static void
+region_set(struct dlmd *dd, const char *name, int steady)
+{
+	size_t i, free_slot = CC_MAX_REGIONS;
+
+	for (i = 0; i < CC_MAX_REGIONS; i++) {
+		if (dd->regions[i] == NULL) {
+			if (free_slot == CC_MAX_REGIONS)
+				free_slot = i;
+			continue;
+		}
+		if (strcmp(dd->regions[i], name) != 0)
+			continue;
+		if (!steady) {
+			free(dd->regions[i]);
+			dd->regions[i] = NULL;
+		}
+		return;
+	}
+	if (steady && free_slot < CC_MAX_REGIONS)
+		dd->regions[free_slot] = xstrdup(name);
+}
+
 static void
 node_down(struct dlmd *dd, unsigned node)
 {
@@ -49,10 +91,23 @@ on_subscribed(const Envelope *rep, void *arg)
 		return;
 	}
 	dd->hbd_up = 1;
+	dd->guarded = 0;
 	log_info("subscribed to hbd's node events");
+	hbd_guard_update(dd);
 	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS)
 		return;
 	st = rep->hb_status;
+	dd->regions_unsteady = 0;
+	for (i = 0; i < CC_MAX_REGIONS; i++) {
+		free(dd->regions[i]);
+		dd->regions[i] = NULL;
+	}
+	for (i = 0; i < st->n_regions; i++) {
+		if (strcmp(st->regions[i]->state, "steady") == 0)
+			region_set(dd, st->regions[i]->name, 1);
+		else if (strcmp(st->regions[i]->state, "failed") != 0)
+			dd->regions_unsteady = 1;
+	}
 	for (i = 0; i < st->n_live_nodes; i++)
 		if (st->live_nodes[i] < DLM_MAX_NODES)
 			live[st->live_nodes[i]] = 1;
@@ -103,6 +158,10 @@ on_event(struct ipc_conn *c, const Envelope *ev)
 		break;
 	case ENVELOPE__PAYLOAD_REGION_EVENT:
 		seq = ev->region_event->seq;
+		region_set(dd, ev->region_event->region,
+		    ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED);
+		if (ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED)
+			dd->regions_unsteady = 0;
 		break;
 	case ENVELOPE__PAYLOAD_FENCED_EVENT:
 		seq = ev->fenced_event->seq;
@@ -113,6 +172,33 @@ on_event(struct ipc_conn *c, const Envelope *ev)
 	}
 	if (seq != 0)
 		ack(dd, seq);
+}
+
+/*
+ * While this node holds cluster locks, hbd guards them: should we die,
+ * it kills the disk writers and restarts the node's heartbeat, so that
+ * the others recover what we held (MSG_HBD_GUARD).
+ */
+void
+hbd_guard_update(struct dlmd *dd)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__HbGuard g = HBD__HB_GUARD__INIT;
+	struct dlm_domain *d;
+	int on = 0;
+
+	TAILQ_FOREACH(d, &dd->domains, entry)
+		if (d->state == DS_JOINED || d->state == DS_LEAVING)
+			on = 1;
+	if (dd->hbd == NULL || !dd->hbd_up || on == dd->guarded)
+		return;
+	g.on = on;
+	g.what = "dlmd";
+	req.type = MSG_TYPE__MSG_HBD_GUARD;
+	req.payload_case = ENVELOPE__PAYLOAD_HB_GUARD;
+	req.hb_guard = &g;
+	if (ipc_request(dd->hbd, &req, NULL, NULL) == 0)
+		dd->guarded = on;
 }
 
 static void

@@ -47,6 +47,7 @@ struct hb_client {
 	uint64_t		 since_seq;	/* first event it gets */
 	uint64_t		 awaiting;	/* event it has to ack, 0 none */
 	struct hb_writer	*writer;
+	char			*guard;		/* MSG_HBD_GUARD on: what */
 };
 
 struct api_state {
@@ -395,6 +396,22 @@ handle_register_writer(struct ipc_conn *c, const Envelope *req)
 }
 
 static void
+handle_guard(struct ipc_conn *c, const Envelope *req)
+{
+	struct hb_client *cl = client_of(c);
+	const Hbd__HbGuard *g = req->hb_guard;
+
+	free(cl->guard);
+	cl->guard = NULL;
+	if (g->on) {
+		cl->guard = xstrdup(g->what[0] ? g->what : "a lock manager");
+		log_info("pid %d (%s) holds cluster locks for this node",
+		    (int)ipc_conn_pid(c), cl->guard);
+	}
+	ipc_reply_status(c, req, 0, NULL);
+}
+
+static void
 handle_status(struct ipc_conn *c, const Envelope *req)
 {
 	reply_status(c, req);
@@ -447,6 +464,14 @@ client_closed(struct ipc_conn *c)
 	if (cl == NULL)
 		return;
 	TAILQ_REMOVE(&h->api->clients, cl, entry);
+	if (cl->guard != NULL) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "pid %d (%s) went away holding cluster "
+		    "locks", (int)ipc_conn_pid(c), cl->guard);
+		fence_reincarnate(h, why);
+		free(cl->guard);
+	}
 	if (cl->writer != NULL) {
 		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid,
 		    cl->writer->what);
@@ -467,6 +492,7 @@ static const struct ipc_handler hbd_handlers[] = {
 	{ MSG_TYPE__MSG_HBD_SUBSCRIBE, ENVELOPE__PAYLOAD_HB_SUBSCRIBE, handle_subscribe },
 	{ MSG_TYPE__MSG_HBD_EVENT_ACK, ENVELOPE__PAYLOAD_HB_ACK, handle_ack },
 	{ MSG_TYPE__MSG_HBD_REGISTER_WRITER, ENVELOPE__PAYLOAD_REGISTER_WRITER, handle_register_writer },
+	{ MSG_TYPE__MSG_HBD_GUARD, ENVELOPE__PAYLOAD_HB_GUARD, handle_guard },
 	{ MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD__NOT_SET, handle_status },
 	{ MSG_TYPE__MSG_HBD_CLEAR_FENCE, ENVELOPE__PAYLOAD__NOT_SET, handle_clear_fence },
 	{ MSG_TYPE__MSG_HBD_FENCE, ENVELOPE__PAYLOAD_FENCED_EVENT, handle_fence },

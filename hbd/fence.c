@@ -173,6 +173,31 @@ fence(struct hbd *h, const char *fmt, ...)
 }
 
 /*
+ * The lock manager died holding this node's cluster locks: whatever the
+ * disk writers do now is unprotected, so they die; and the other nodes
+ * must recover those locks, which they do for a node they see die. A
+ * new heartbeat generation is such a death, and at once a new node
+ * that the restarted lock manager can join the domains with.
+ */
+void
+fence_reincarnate(struct hbd *h, const char *why)
+{
+	struct hb_region *r;
+
+	if (h->fenced)
+		return;
+	log_err("%s: killing the disk writers and restarting this node's "
+	    "heartbeat incarnation, so that the other nodes recover its locks", why);
+	if (kill_writers(h) > 0) {
+		fence(h, "%s, and disk writers would not die", why);
+		return;
+	}
+	TAILQ_FOREACH(r, &h->regions, entry)
+		if (r->state != RS_STOPPING && r->state != RS_FAILED)
+			region_new_generation(r);
+}
+
+/*
  * The admin says the node is safe again: rejoin with new generations.
  * Not while a write of the fenced incarnation may still land: it would
  * overwrite the new incarnation's slot. 0, EBUSY, or why the record of

@@ -182,6 +182,7 @@ struct hb_region {
 struct hb_region *region_start(struct hbd *, const char *name, const char *dev,
 	    unsigned block_bytes, uint64_t start_block, unsigned blocks);
 void	region_stop(struct hb_region *, int clean);
+void	region_new_generation(struct hb_region *);
 void	region_forget(struct hb_region *);	/* a failed one */
 struct hb_region *region_find(struct hbd *, const char *name);
 unsigned region_nrunning(struct hbd *);
@@ -235,6 +236,7 @@ void	fence(struct hbd *, const char *fmt, ...) __attribute__((__format__(printf,
 int	fence_clear(struct hbd *);
 void	fence_restore(struct hbd *);
 void	fence_writer_gone(struct hbd *, pid_t);
+void	fence_reincarnate(struct hbd *, const char *why);
 
 /* api.c: hbd.sock. */
 void	api_start(struct hbd *);

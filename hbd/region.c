@@ -168,6 +168,15 @@ random_generation(void)
 	return g;
 }
 
+/* A new incarnation: peers see the old one die at their next read. */
+void
+region_new_generation(struct hb_region *r)
+{
+	r->generation = random_generation();
+	log_warnx("region %s: heartbeating as a new incarnation, generation 0x%llx",
+	    r->name, (unsigned long long)r->generation);
+}
+
 /* Each live slot of a region that stops leaves the membership. */
 static void
 drop_live_slots(struct hb_region *r)
@@ -549,6 +558,12 @@ evaluate_slots(struct hb_region *r)
 		sample_of(r, n, &s, &b);
 		hb_slot_sample(&r->slots[n], &s, h->dead_threshold, hbd_dead_ms(h),
 		    r->tick_ms, &v);
+		if (n == h->local_node && v.transition == HB_DOWN &&
+		    v.why == HB_WHY_NEW_GENERATION) {
+			/* Our own new incarnation: to us, we never died. */
+			r->slots[n].live = 1;
+			continue;
+		}
 		log_verdict(r, n, &v, &s);
 		if (v.transition == HB_SAME)
 			continue;
