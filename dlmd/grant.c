@@ -5,11 +5,17 @@
  * mode) and blocked (new locks). A down-convert is granted in place. An
  * up-convert is granted at once when it is compatible with every other
  * granted lock and with every converting lock's current and wanted
- * modes; converts go before new locks. A new lock is granted at once
- * under the same rule and only when no new lock waits before it: o2dlm
- * lets a new PR pass a blocked EX, which starves the EX for as long as
- * readers overlap; FIFO among new locks bounds its wait by the readers
- * already in.
+ * modes; converts go before new locks, FIFO within each queue.
+ *
+ * Where we differ from o2dlm, it is to bound a waiting lock's wait: o2dlm
+ * lets a new PR pass a blocked EX, and a cached NL lock up-convert to PR
+ * past it, so readers that overlap starve the EX for as long as they
+ * keep coming. Here a new lock (but NL) waits behind the blocked ones,
+ * and an up-convert asked after the blocked head that does not stand in
+ * its way now (its current mode is compatible) but would (its wanted
+ * mode is not) defers to it: it waits, and the head is judged without
+ * its wanted mode. A convert that already stands in the way (PR->EX against a
+ * blocked EX) still goes first, or the two would wait for each other.
  *
  * Each lock that stands in the way of the head of a queue gets one BAST
  * per blocking episode, naming the strongest mode blocked by it.
@@ -22,6 +28,7 @@
 #include "dlmd.h"
 
 struct grant_hooks grant_hooks;
+static uint64_t request_seq;	/* orders waiting requests across both queues */
 
 int
 dlm_mode_valid(int mode)
@@ -46,17 +53,36 @@ queue_move(struct dlm_res *res, struct dlm_lock *lk, enum lock_queue q)
 	lk->queue = q;
 	if (q != Q_NONE)
 		TAILQ_INSERT_TAIL(&res->queue[q], lk, q_entry);
+	if (q == Q_CONVERTING || q == Q_BLOCKED)
+		lk->request_seq = ++request_seq;
+}
+
+/*
+ * Does convert c (to `want`) wait for the blocked head, which asked
+ * before it, rather than pass it? A convert not queued yet asks now.
+ */
+static int
+defers(struct dlm_res *res, const struct dlm_lock *c, int want)
+{
+	struct dlm_lock *head = TAILQ_FIRST(&res->queue[Q_BLOCKED]);
+
+	return head != NULL && (c->queue != Q_CONVERTING ||
+	    head->request_seq < c->request_seq) &&
+	    dlm_compatible(c->mode, head->convert_mode) &&
+	    !dlm_compatible(want, head->convert_mode);
 }
 
 /*
  * Compatible with every other granted lock and every converting one:
  * with its wanted mode too, unless lk heads the converting queue (it
- * goes first; the others wait behind it holding their current mode).
+ * goes first; the others wait behind it holding their current mode) or
+ * that convert defers to lk, the blocked head.
  */
 static int
 grantable(struct dlm_res *res, struct dlm_lock *lk, int mode, int targets)
 {
 	struct dlm_lock *o;
+	int head = lk == TAILQ_FIRST(&res->queue[Q_BLOCKED]);
 
 	TAILQ_FOREACH(o, &res->queue[Q_GRANTED], q_entry)
 		if (o != lk && !dlm_compatible(o->mode, mode))
@@ -64,8 +90,10 @@ grantable(struct dlm_res *res, struct dlm_lock *lk, int mode, int targets)
 	TAILQ_FOREACH(o, &res->queue[Q_CONVERTING], q_entry) {
 		if (o == lk)
 			continue;
-		if (!dlm_compatible(o->mode, mode) ||
-		    (targets && !dlm_compatible(o->convert_mode, mode)))
+		if (!dlm_compatible(o->mode, mode))
+			return 0;
+		if (targets && !dlm_compatible(o->convert_mode, mode) &&
+		    !(head && defers(res, o, o->convert_mode)))
 			return 0;
 	}
 	return 1;
@@ -105,7 +133,8 @@ grant_new(struct dlm_res *res, struct dlm_lock *lk, uint32_t flags, int mode)
 	lk->mode = DLM_IV;
 	lk->convert_mode = mode;
 	lk->queue = Q_NONE;
-	if (TAILQ_EMPTY(&res->queue[Q_BLOCKED]) && grantable(res, lk, mode, 1)) {
+	if ((mode == DLM_NL || TAILQ_EMPTY(&res->queue[Q_BLOCKED])) &&
+	    grantable(res, lk, mode, 1)) {
 		grant(res, lk, mode);
 		return WS_GRANTED;
 	}
@@ -131,7 +160,7 @@ grant_convert(struct dlm_res *res, struct dlm_lock *lk, uint32_t flags, int mode
 		grant_shuffle(res);
 		return WS_GRANTED;
 	}
-	if (grantable(res, lk, mode, 1)) {
+	if (!defers(res, lk, mode) && grantable(res, lk, mode, 1)) {
 		grant(res, lk, mode);
 		return WS_GRANTED;
 	}
@@ -200,24 +229,24 @@ bast_blockers(struct dlm_res *res, struct dlm_lock *head, int mode)
 void
 grant_shuffle(struct dlm_res *res)
 {
-	struct dlm_lock *head;
+	struct dlm_lock *c, *head;
 
-	for (;;) {
-		if ((head = TAILQ_FIRST(&res->queue[Q_CONVERTING])) != NULL) {
-			if (grantable(res, head, head->convert_mode, 0)) {
-				grant(res, head, head->convert_mode);
-				continue;
-			}
-			bast_blockers(res, head, head->convert_mode);
-			return;
-		}
-		if ((head = TAILQ_FIRST(&res->queue[Q_BLOCKED])) == NULL)
-			return;
-		if (grantable(res, head, head->convert_mode, 1)) {
-			grant(res, head, head->convert_mode);
+again:
+	TAILQ_FOREACH(c, &res->queue[Q_CONVERTING], q_entry) {
+		if (defers(res, c, c->convert_mode))
 			continue;
+		if (grantable(res, c, c->convert_mode, 0)) {
+			grant(res, c, c->convert_mode);
+			goto again;
 		}
-		bast_blockers(res, head, head->convert_mode);
+		bast_blockers(res, c, c->convert_mode);
 		return;
 	}
+	if ((head = TAILQ_FIRST(&res->queue[Q_BLOCKED])) == NULL)
+		return;
+	if (grantable(res, head, head->convert_mode, 1)) {
+		grant(res, head, head->convert_mode);
+		goto again;
+	}
+	bast_blockers(res, head, head->convert_mode);
 }
