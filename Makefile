@@ -110,9 +110,9 @@ $(BUILD)/progs/%: tests/progs/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
 BENCH_SRCS = $(wildcard bench/*.c)
 BENCH_BINS = $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
-$(BUILD)/bench/%: bench/%.c $(LIBCOMMON) | $(PROTO_H)
+$(BUILD)/bench/%: bench/%.c $(LIBO2DLM) $(LIBCOMMON) | $(PROTO_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_ALL) -Wno-missing-prototypes $(CFLAGS) -o $@ $< $(LIBCOMMON) $(LDLIBS_ALL)
+	$(CC) $(CPPFLAGS_ALL) -Wno-missing-prototypes $(CFLAGS) -o $@ $< $(LIBO2DLM) $(LIBCOMMON) $(LDLIBS_ALL)
 
 $(BUILD)/tests/lib%.so: tests/helpers/%.c
 	@mkdir -p $(dir $@)
