@@ -56,6 +56,20 @@ struct ipc_conn *ipc_connect(struct event_base *base, const char *path,
 /* fn NULL: the reply is not wanted. */
 int	ipc_request(struct ipc_conn *c, Envelope *req, ipc_reply_fn *fn, void *arg);
 
+/*
+ * A client connection that redials: to <rundir>/<daemon>.sock now, and
+ * again retry_ms after each failed attempt or lost connection. on_up
+ * runs with each new connection, on_down (conn NULL) when one is lost;
+ * events reach on_event with ipc_conn_arg() = arg.
+ */
+struct ipc_redial;
+typedef void ipc_redial_fn(struct ipc_conn *c, void *arg);
+struct ipc_redial *ipc_redial(struct event_base *base, const char *rundir,
+	    const char *daemon, unsigned retry_ms, ipc_event_fn *on_event,
+	    ipc_redial_fn *on_up, ipc_redial_fn *on_down, void *arg);
+/* The connection, or NULL while there is none. */
+struct ipc_conn *ipc_redial_conn(const struct ipc_redial *);
+
 /* Either side. */
 void	ipc_reply(struct ipc_conn *c, const Envelope *req, Envelope *rep);
 void	ipc_reply_status(struct ipc_conn *c, const Envelope *req, int status,

@@ -245,7 +245,6 @@ struct dlmd {
 	int			 netd_up;
 	int			 hbd_up;
 	int			 guarded;	/* hbd guards our locks */
-	struct event		*netd_retry, *hbd_retry;
 	uint8_t			 live[DLM_MAX_NODES];	/* hbd's view */
 	char			*regions[CC_MAX_REGIONS];	/* steady heartbeat regions */
 	int			 regions_unsteady;	/* some region still starting */

@@ -13,13 +13,12 @@
 #include <event2/event.h>
 
 #include "dlmd.h"
+#include "hbclient.h"
 #include "ipc.h"
 #include "log.h"
 #include "util.h"
 
 #define HBD_RETRY_MS	500
-
-static void	hbd_connect(struct dlmd *);
 
 /*
  * Joining a domain before our heartbeat region is steady could miss a
@@ -122,30 +121,14 @@ on_subscribed(const Envelope *rep, void *arg)
 }
 
 static void
-ack(struct dlmd *dd, uint64_t seq)
-{
-	Envelope req = ENVELOPE__INIT;
-	Hbd__HbAck a = HBD__HB_ACK__INIT;
-
-	a.seq = seq;
-	req.type = MSG_TYPE__MSG_HBD_EVENT_ACK;
-	req.payload_case = ENVELOPE__PAYLOAD_HB_ACK;
-	req.hb_ack = &a;
-	if (dd->hbd != NULL)
-		ipc_request(dd->hbd, &req, NULL, NULL);
-}
-
-static void
 on_event(struct ipc_conn *c, const Envelope *ev)
 {
 	struct dlmd *dd = ipc_conn_arg(c);
 	const Hbd__NodeEvent *ne;
-	uint64_t seq = 0;
 
 	switch (ev->payload_case) {
 	case ENVELOPE__PAYLOAD_NODE_EVENT:
 		ne = ev->node_event;
-		seq = ne->seq;
 		if (ne->node >= DLM_MAX_NODES)
 			break;
 		if (ne->kind == HBD__NODE_EVENT_KIND__NODE_UP) {
@@ -157,21 +140,18 @@ on_event(struct ipc_conn *c, const Envelope *ev)
 		}
 		break;
 	case ENVELOPE__PAYLOAD_REGION_EVENT:
-		seq = ev->region_event->seq;
 		region_set(dd, ev->region_event->region,
 		    ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED);
 		if (ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED)
 			dd->regions_unsteady = 0;
 		break;
 	case ENVELOPE__PAYLOAD_FENCED_EVENT:
-		seq = ev->fenced_event->seq;
 		log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
 		break;
 	default:
 		break;
 	}
-	if (seq != 0)
-		ack(dd, seq);
+	hb_ack(c, ev);
 }
 
 /*
@@ -201,61 +181,29 @@ hbd_guard_update(struct dlmd *dd)
 		dd->guarded = on;
 }
 
-static void
-hbd_retry(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	hbd_connect(arg);
-}
-
-static void
-retry_later(struct dlmd *dd)
-{
-	struct timeval tv = { 0, HBD_RETRY_MS * 1000 };
-
-	evtimer_add(dd->hbd_retry, &tv);
-}
-
 /* We keep the last membership and reconcile it when hbd is back. */
 static void
-on_close(struct ipc_conn *c)
+hbd_down(struct ipc_conn *c, void *arg)
 {
-	struct dlmd *dd = ipc_conn_arg(c);
+	struct dlmd *dd = arg;
 
-	if (dd->hbd_up)
-		log_warnx("lost hbd; keeping the last membership and reconnecting");
+	(void)c;
 	dd->hbd = NULL;
 	dd->hbd_up = 0;
-	retry_later(dd);
 }
 
 static void
-hbd_connect(struct dlmd *dd)
+hbd_up(struct ipc_conn *c, void *arg)
 {
-	Envelope req = ENVELOPE__INIT;
-	Hbd__HbSubscribe sub = HBD__HB_SUBSCRIBE__INIT;
-	char *path;
+	struct dlmd *dd = arg;
 
-	xasprintf(&path, "%s/hbd.sock", dd->rundir);
-	dd->hbd = ipc_connect(dd->base, path, on_event, on_close, dd);
-	free(path);
-	if (dd->hbd == NULL) {
-		retry_later(dd);
-		return;
-	}
-	sub.role = HBD__ROLE__ROLE_DLM;
-	req.type = MSG_TYPE__MSG_HBD_SUBSCRIBE;
-	req.payload_case = ENVELOPE__PAYLOAD_HB_SUBSCRIBE;
-	req.hb_subscribe = &sub;
-	if (ipc_request(dd->hbd, &req, on_subscribed, dd) == -1)
-		log_warnx("hbd: cannot subscribe: %s", strerror(errno));
+	dd->hbd = c;
+	hb_subscribe(c, HBD__ROLE__ROLE_DLM, on_subscribed, dd);
 }
 
 void
 hbd_link_start(struct dlmd *dd)
 {
-	if ((dd->hbd_retry = evtimer_new(dd->base, hbd_retry, dd)) == NULL)
-		fatalx("out of memory");
-	hbd_connect(dd);
+	ipc_redial(dd->base, dd->rundir, "hbd", HBD_RETRY_MS, on_event, hbd_up,
+	    hbd_down, dd);
 }

@@ -355,16 +355,6 @@ wire_domain_register(struct dlm_domain *d, int reg)
 
 /* ---------------------------------------------------------- connection */
 
-static void	netd_connect(struct dlmd *);
-
-static void
-netd_retry_later(struct dlmd *dd)
-{
-	struct timeval tv = { 0, NETD_RETRY_MS * 1000 };
-
-	evtimer_add(dd->netd_retry, &tv);
-}
-
 /*
  * Without netd this node cannot talk to the others: every domain's
  * handlers went with the connection, and its peers see ENOPROTOOPT. We
@@ -372,18 +362,16 @@ netd_retry_later(struct dlmd *dd)
  * that the other nodes do not also see as lost messages.
  */
 static void
-netd_closed(struct ipc_conn *c)
+netd_down(struct ipc_conn *c, void *arg)
 {
-	struct dlmd *dd = ipc_conn_arg(c);
+	struct dlmd *dd = arg;
 	struct dlm_domain *d;
 
-	if (dd->netd_up)
-		log_warnx("lost netd; reconnecting");
+	(void)c;
 	dd->netd = NULL;
 	dd->netd_up = 0;
 	TAILQ_FOREACH(d, &dd->domains, entry)
 		d->registered = 0;
-	netd_retry_later(dd);
 }
 
 /* netd tells us who we are: the node its links speak for. */
@@ -418,42 +406,20 @@ on_status(const Envelope *rep, void *arg)
 }
 
 static void
-netd_connect(struct dlmd *dd)
+netd_up(struct ipc_conn *c, void *arg)
 {
-	static int logged;
+	struct dlmd *dd = arg;
 	Envelope req = ENVELOPE__INIT;
-	char *path;
 
-	xasprintf(&path, "%s/netd.sock", dd->rundir);
-	dd->netd = ipc_connect(dd->base, path, netd_event, netd_closed, dd);
-	if (dd->netd == NULL) {
-		if (!logged)
-			log_warn("netd at %s; retrying every %d ms", path, NETD_RETRY_MS);
-		logged = 1;
-		free(path);
-		netd_retry_later(dd);
-		return;
-	}
-	logged = 0;
-	log_info("connected to netd at %s", path);
-	free(path);
+	dd->netd = c;
 	req.type = MSG_TYPE__MSG_NETD_STATUS;
-	if (ipc_request(dd->netd, &req, on_status, dd) == -1)
-		ipc_conn_close(dd->netd);
-}
-
-static void
-netd_retry(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	netd_connect(arg);
+	if (ipc_request(c, &req, on_status, dd) == -1)
+		ipc_conn_close(c);
 }
 
 void
 netd_link_start(struct dlmd *dd)
 {
-	if ((dd->netd_retry = evtimer_new(dd->base, netd_retry, dd)) == NULL)
-		fatalx("out of memory");
-	netd_connect(dd);
+	ipc_redial(dd->base, dd->rundir, "netd", NETD_RETRY_MS, netd_event, netd_up,
+	    netd_down, dd);
 }

@@ -273,7 +273,6 @@ struct hbd {
 	struct ipc_conn		*nmd;
 	struct event		*nmd_retry;
 	struct ipc_conn		*netd;		/* nego.c; NULL while netd is away */
-	struct event		*netd_retry;
 	int			 nmd_fetching, nmd_refetch;
 	uint8_t			 global_acquired[CC_MAX_REGIONS];
 

@@ -274,66 +274,35 @@ netd_event(struct ipc_conn *c, const Envelope *ev)
 		on_message(ipc_conn_arg(c), ev->net_message);
 }
 
+/* Our handlers went with the connection: a hung write fences unasked. */
 static void
-netd_retry_later(struct hbd *h)
+netd_down(struct ipc_conn *c, void *arg)
 {
-	struct timeval tv = { NETD_RETRY_MS / 1000, (NETD_RETRY_MS % 1000) * 1000 };
+	struct hbd *h = arg;
 
-	evtimer_add(h->netd_retry, &tv);
-}
-
-/* Our handlers went with the connection. */
-static void
-netd_closed(struct ipc_conn *c)
-{
-	struct hbd *h = ipc_conn_arg(c);
-
-	log_warnx("lost netd: a hung heartbeat write fences without "
-	    "negotiation until it is back; reconnecting");
+	(void)c;
+	log_warnx("without netd, a hung heartbeat write fences without "
+	    "negotiation until it is back");
 	h->netd = NULL;
-	netd_retry_later(h);
 }
 
 static void
-netd_connect(struct hbd *h)
+netd_up(struct ipc_conn *c, void *arg)
 {
-	static int logged;
+	struct hbd *h = arg;
 	struct hb_region *r;
-	char *path;
 
-	xasprintf(&path, "%s/netd.sock", h->rundir);
-	h->netd = ipc_connect(h->base, path, netd_event, netd_closed, h);
-	if (h->netd == NULL) {
-		if (!logged)
-			log_warn("netd at %s (no write-timeout negotiation without "
-			    "it); retrying every %d ms", path, NETD_RETRY_MS);
-		logged = 1;
-		netd_retry_later(h);
-		free(path);
-		return;
-	}
-	logged = 0;
-	log_info("connected to netd at %s: write timeouts are negotiated", path);
-	free(path);
+	h->netd = c;
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if (region_negotiates(r))
 			nego_register(h, r, 1);
 }
 
-static void
-netd_retry(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	netd_connect(arg);
-}
-
 void
 nego_start(struct hbd *h)
 {
-	if ((h->netd_retry = evtimer_new(h->base, netd_retry, h)) == NULL)
-		fatalx("out of memory");
-	netd_connect(h);
+	ipc_redial(h->base, h->rundir, "netd", NETD_RETRY_MS, netd_event, netd_up,
+	    netd_down, h);
 }
 
 /* ---------------------------------------------------------- regions */

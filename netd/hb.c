@@ -13,14 +13,13 @@
 
 #include <event2/event.h>
 
+#include "hbclient.h"
 #include "ipc.h"
 #include "log.h"
 #include "netd.h"
 #include "util.h"
 
 #define HBD_RETRY_MS	500
-
-static void	hbd_connect(struct netd *);
 
 static void
 node_event(struct netd *nd, unsigned num, int up)
@@ -74,28 +73,6 @@ on_subscribed(const Envelope *rep, void *arg)
 }
 
 static void
-on_acked(const Envelope *rep, void *arg)
-{
-	(void)arg;
-	if (rep != NULL && rep->status != 0)
-		log_warnx("hbd refused our acknowledgement: %s", rep->error);
-}
-
-static void
-ack(struct netd *nd, uint64_t seq)
-{
-	Envelope req = ENVELOPE__INIT;
-	Hbd__HbAck a = HBD__HB_ACK__INIT;
-
-	a.seq = seq;
-	req.type = MSG_TYPE__MSG_HBD_EVENT_ACK;
-	req.payload_case = ENVELOPE__PAYLOAD_HB_ACK;
-	req.hb_ack = &a;
-	if (nd->hbd != NULL)
-		ipc_request(nd->hbd, &req, on_acked, nd);
-}
-
-static void
 on_node_event(struct netd *nd, const Envelope *ev)
 {
 	const Hbd__NodeEvent *ne = ev->node_event;
@@ -123,18 +100,6 @@ static const struct {
 	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, on_fenced },
 };
 
-/* The sequence number hbd waits for in our ack; 0 for none. */
-static uint64_t
-event_seq(const Envelope *ev)
-{
-	switch (ev->payload_case) {
-	case ENVELOPE__PAYLOAD_NODE_EVENT: return ev->node_event->seq;
-	case ENVELOPE__PAYLOAD_REGION_EVENT: return ev->region_event->seq;
-	case ENVELOPE__PAYLOAD_FENCED_EVENT: return ev->fenced_event->seq;
-	default: return 0;
-	}
-}
-
 /*
  * hbd hands every event to the next role only after we ack it, so we ack
  * each one once acted on, those we ignore included.
@@ -143,7 +108,6 @@ static void
 on_event(struct ipc_conn *c, const Envelope *ev)
 {
 	struct netd *nd = ipc_conn_arg(c);
-	uint64_t seq = event_seq(ev);
 	size_t i;
 
 	for (i = 0; i < nitems(hb_events); i++) {
@@ -158,24 +122,7 @@ on_event(struct ipc_conn *c, const Envelope *ev)
 		hb_events[i].fn(nd, ev);
 		break;
 	}
-	if (seq != 0)
-		ack(nd, seq);
-}
-
-static void
-hbd_retry(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	hbd_connect(arg);
-}
-
-static void
-retry_later(struct netd *nd)
-{
-	struct timeval tv = { 0, HBD_RETRY_MS * 1000 };
-
-	evtimer_add(nd->hbd_retry, &tv);
+	hb_ack(c, ev);
 }
 
 /*
@@ -183,46 +130,29 @@ retry_later(struct netd *nd)
  * node's link breaks by itself) and resubscribe when hbd is back.
  */
 static void
-on_close(struct ipc_conn *c)
+hbd_down(struct ipc_conn *c, void *arg)
 {
-	struct netd *nd = ipc_conn_arg(c);
+	struct netd *nd = arg;
 
-	if (nd->hbd_connected)
-		log_warnx("lost hbd; keeping the last membership and reconnecting");
+	(void)c;
 	nd->hbd = NULL;
 	nd->hbd_connected = 0;
-	retry_later(nd);
 }
 
 static void
-hbd_connect(struct netd *nd)
+hbd_up(struct ipc_conn *c, void *arg)
 {
-	Envelope req = ENVELOPE__INIT;
-	Hbd__HbSubscribe sub = HBD__HB_SUBSCRIBE__INIT;
-	char *path;
+	struct netd *nd = arg;
 
-	xasprintf(&path, "%s/hbd.sock", nd->rundir);
-	nd->hbd = ipc_connect(nd->base, path, on_event, on_close, nd);
-	free(path);
-	if (nd->hbd == NULL) {
-		retry_later(nd);
-		return;
-	}
-	sub.role = HBD__ROLE__ROLE_NET;
-	req.type = MSG_TYPE__MSG_HBD_SUBSCRIBE;
-	req.payload_case = ENVELOPE__PAYLOAD_HB_SUBSCRIBE;
-	req.hb_subscribe = &sub;
-	if (ipc_request(nd->hbd, &req, on_subscribed, nd) == -1)
-		log_warnx("hbd: cannot subscribe: %s", strerror(errno));
+	nd->hbd = c;
+	hb_subscribe(c, HBD__ROLE__ROLE_NET, on_subscribed, nd);
 }
 
 void
 hb_start(struct netd *nd)
 {
-	nd->hbd_retry = evtimer_new(nd->base, hbd_retry, nd);
-	if (nd->hbd_retry == NULL)
-		fatalx("out of memory for a timer");
-	hbd_connect(nd);
+	ipc_redial(nd->base, nd->rundir, "hbd", HBD_RETRY_MS, on_event, hbd_up,
+	    hbd_down, nd);
 }
 
 static void

@@ -329,7 +329,6 @@ struct netd {
 	struct ipc_conn		*nmd;
 	struct event		*nmd_retry;
 	struct ipc_conn		*hbd;
-	struct event		*hbd_retry;
 	int			 hbd_connected;
 };
 
