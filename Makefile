@@ -10,6 +10,8 @@ DESTDIR	?=
 BINDIR	 = $(PREFIX)/sbin
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 DOCDIR	?= $(PREFIX)/share/doc/ocfs2-userspace
+# where mount(8) looks for mount.fuse.fsd
+MOUNTDIR ?= /sbin
 
 ifeq ($(SANITIZE),1)
 BUILD	?= build/san
@@ -49,7 +51,8 @@ HELPER_LIBS = $(HELPER_SRCS:tests/helpers/%.c=$(BUILD)/tests/lib%.so)
 TEST_PROG_SRCS = $(wildcard tests/progs/*.c)
 TEST_PROGS = $(TEST_PROG_SRCS:tests/progs/%.c=$(BUILD)/progs/%)
 
-all: $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(HELPER_LIBS) $(TEST_PROGS)
+all: $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(HELPER_LIBS) $(TEST_PROGS) \
+    $(BUILD)/mount.fuse.fsd
 
 # protoc-c writes next to its output; generated files are never committed.
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
@@ -143,15 +146,22 @@ $(BUILD)/systemd/%: systemd/%.in FORCE
 
 units: $(UNITS:%=$(BUILD)/systemd/%)
 
+# mount -t fuse.fsd / fstab: the helper, with fsd's installed path.
+$(BUILD)/mount.fuse.fsd: scripts/mount.fuse.fsd.in FORCE
+	@mkdir -p $(dir $@)
+	sed -e 's|@SBINDIR@|$(BINDIR)|g' $< >$@
+	chmod 0755 $@
+
 install: all units
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)/ocfs2.target.requires $(DESTDIR)$(DOCDIR)
 	install -m 0755 $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
+	install -D -m 0755 $(BUILD)/mount.fuse.fsd $(DESTDIR)$(MOUNTDIR)/mount.fuse.fsd
 	install -m 0644 $(UNITS:%=$(BUILD)/systemd/%) $(DESTDIR)$(UNITDIR)/
 	$(if $(SERVICES),ln -sfn $(SERVICES:%=../%) $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/)
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(DAEMONS) $(TOOLS))
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(DAEMONS) $(TOOLS)) $(DESTDIR)$(MOUNTDIR)/mount.fuse.fsd
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(ALL_UNITS)) \
 	    $(addprefix $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/,$(filter %.service,$(ALL_UNITS)))
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
