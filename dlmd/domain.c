@@ -217,21 +217,38 @@ domain_maybe_destroy(struct dlm_domain *d)
 	}
 }
 
+struct reap_ctx {
+	struct dlmd	*dlmd;
+	uint32_t	 key;
+};
+
 static void
 reap_cb(evutil_socket_t fd, short ev, void *arg)
 {
+	struct reap_ctx *rc = arg;
+	struct dlm_domain *d = domain_find_key(rc->dlmd, rc->key);
+
 	(void)fd;
 	(void)ev;
-	domain_maybe_destroy(arg);
+	if (d != NULL)
+		domain_maybe_destroy(d);
+	free(rc);
 }
 
-/* Locks go away in callbacks of all kinds: look for empty members later. */
+/*
+ * Locks go away in callbacks of all kinds: look for empty members later,
+ * by key, as the domain may be gone by then.
+ */
 void
 domain_reap_later(struct dlm_domain *d)
 {
 	struct timeval now = { 0, 0 };
+	struct reap_ctx *rc = xcalloc(1, sizeof(*rc));
 
-	event_base_once(d->dlmd->base, -1, EV_TIMEOUT, reap_cb, d, &now);
+	rc->dlmd = d->dlmd;
+	rc->key = d->key;
+	if (event_base_once(d->dlmd->base, -1, EV_TIMEOUT, reap_cb, rc, &now) == -1)
+		fatalx("event_base_once");
 }
 
 void
