@@ -10,6 +10,7 @@ DESTDIR	?=
 BINDIR	 = $(PREFIX)/sbin
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 DOCDIR	?= $(PREFIX)/share/doc/ocfs2-userspace
+MANDIR	?= $(PREFIX)/share/man
 # where mount(8) looks for mount.fuse.fsd
 MOUNTDIR ?= /sbin
 
@@ -139,6 +140,9 @@ UNITS	 = ocfs2.target $(patsubst systemd/%.in,%,$(wildcard $(DAEMONS:%=systemd/o
 SERVICES = $(filter %.service,$(UNITS))
 ALL_UNITS = $(patsubst systemd/%.in,%,$(wildcard systemd/*.in))
 DOCS	 = README.md systemd/cluster.conf.example
+MAN1	 = $(wildcard man/*.1)
+MAN5	 = $(wildcard man/*.5)
+MAN8	 = $(wildcard man/*.8)
 
 $(BUILD)/systemd/%: systemd/%.in FORCE
 	@mkdir -p $(dir $@)
@@ -159,12 +163,19 @@ install: all units
 	install -m 0644 $(UNITS:%=$(BUILD)/systemd/%) $(DESTDIR)$(UNITDIR)/
 	$(if $(SERVICES),ln -sfn $(SERVICES:%=../%) $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/)
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(DAEMONS) $(TOOLS)) $(DESTDIR)$(MOUNTDIR)/mount.fuse.fsd
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(ALL_UNITS)) \
 	    $(addprefix $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/,$(filter %.service,$(ALL_UNITS)))
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN1))) \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man5/,$(notdir $(MAN5))) \
+	    $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(notdir $(MAN8)))
 	rmdir $(DESTDIR)$(UNITDIR)/ocfs2.target.requires $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 
 clean:
