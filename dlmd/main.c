@@ -143,6 +143,9 @@ main(int argc, char *argv[])
 		return check_config(conf, tunables, dd.node_name);
 
 	signal(SIGPIPE, SIG_IGN);
+	/* Our configuration comes from nmd, which reloads on SIGHUP; a hangup
+	 * must not stop us. */
+	signal(SIGHUP, SIG_IGN);
 	srandom((unsigned)getpid() ^ (unsigned)now_ms());
 	dd.local_node = DLM_NODE_NONE;
 	dd.cookie_seq = ((uint64_t)random() << 24) & ((1ull << 55) - 1);

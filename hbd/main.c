@@ -144,6 +144,9 @@ main(int argc, char *argv[])
 		fatal("mkdir %s", h.rundir);
 	if ((h.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
+	/* Our configuration comes from nmd, which reloads on SIGHUP; a hangup
+	 * must not stop the heartbeat. */
+	signal(SIGHUP, SIG_IGN);
 	fence_restore(&h);
 	api_start(&h);
 	nmd_link_start(&h);

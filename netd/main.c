@@ -94,6 +94,9 @@ main(int argc, char *argv[])
 		return config_check_file(&nd) == 0 ? 0 : 1;
 
 	signal(SIGPIPE, SIG_IGN);
+	/* Our configuration comes from nmd, which reloads on SIGHUP; a hangup
+	 * must not stop us. */
+	signal(SIGHUP, SIG_IGN);
 	if ((nd.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	if (config_start(&nd) == -1)
