@@ -11,8 +11,10 @@ BINDIR	 = $(PREFIX)/sbin
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 DOCDIR	?= $(PREFIX)/share/doc/ocfs2-userspace
 MANDIR	?= $(PREFIX)/share/man
-# where mount(8) looks for mount.fuse.fsd
-MOUNTDIR ?= /sbin
+# mount(8) looks for mount.fuse.fsd in /sbin, which is /usr/sbin on
+# merged-/usr systems (Debian 12 on); installing under /usr keeps a
+# DESTDIR image from replacing the /sbin symlink with a directory.
+MOUNTDIR ?= /usr/sbin
 
 ifeq ($(SANITIZE),1)
 BUILD	?= build/san
