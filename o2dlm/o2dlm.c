@@ -271,10 +271,14 @@ o2dlm_process_bast(struct o2dlm_ctxt *ctxt, int poll_fd)
 
 	if (ctxt == NULL || poll_fd == -1 || poll_fd != ctxt->poll_fd)
 		return;
-	/* Fails when empty: the Basts are still on the socket. */
-	(void)eventfd_read(ctxt->wake, &n);
 	while (dlmc_dispatch(ctxt->dlmc) > 0)
 		continue;
+	/*
+	 * Every Bast read so far is handled below, those this dispatch read
+	 * too: consume their wakeups after it, or the fd stays readable.
+	 * (Fails when empty.)
+	 */
+	(void)eventfd_read(ctxt->wake, &n);
 	/* A bast function usually unlocks: look the list up again each time. */
 	for (;;) {
 		TAILQ_FOREACH(lr, &ctxt->locks, entry)
