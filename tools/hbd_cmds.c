@@ -387,8 +387,6 @@ cmd_heartbeat(struct o2ctl *ctl, int argc, char **argv)
 		return hb_start(ctl, argv[2]);
 	if (argc == 3 && strcmp(argv[1], "stop") == 0)
 		return hb_stop(ctl, argv[2]);
-	fprintf(stderr, "usage: o2ctl heartbeat [--json] | heartbeat start DEVICE | "
-	    "heartbeat stop DEVICE|UUID\n");
 	return EX_USAGE;
 }
 

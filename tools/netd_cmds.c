@@ -460,12 +460,8 @@ cmd_net_send(struct o2ctl *ctl, int argc, char **argv)
 		default: return EX_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "usage: o2ctl net-send NODE|all [--type T] [--key K] "
-		    "[--size N | --sizes A-B] [--count N] [--window W] "
-		    "[--expect-errno E]\n");
+	if (optind != argc - 1)
 		return EX_USAGE;
-	}
 	if (strcmp(argv[optind], "all") == 0)
 		all = 1;
 	else if (parse_ulong(argv[optind], 10, 254, &node) == -1)

@@ -215,10 +215,8 @@ cmd_check_config(struct o2ctl *ctl, int argc, char **argv)
 		default: return EX_USAGE;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "usage: o2ctl check-config FILE [--node NAME] [-t FILE]\n");
+	if (optind != argc - 1)
 		return EX_USAGE;
-	}
 	cc = cc_load(argv[optind], tunables, tunables_given, NULL,
 	    node != NULL ? node : host_node_name(), &self, err, sizeof(err),
 	    print_warning, NULL);

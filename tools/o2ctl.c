@@ -32,9 +32,10 @@ static const struct o2ctl_cmd commands[] = {
 	  "print hbd's node, region and fence events as they happen", cmd_hbwatch },
 	{ "writer", "WHAT CMD [ARGS]", "run CMD as a registered disk writer: fencing kills it", cmd_writer },
 	{ "net-status", "", "links to the other nodes, quorum (netd)", cmd_net_status },
-	{ "net-echo", "[--type T] [--key K] [--count N] [--no-reply]",
+	{ "net-echo", "[--type T] [--key K] [--max-len N] [--count N] [--no-reply]",
 	  "answer messages of (T, K) with their checksum and bytes; check order", cmd_net_echo },
-	{ "net-send", "NODE|all [--size N|--sizes A-B] [--count N] [--window W]",
+	{ "net-send", "NODE|all [--type T] [--key K] [--size N|--sizes A-B] [--count N] "
+	  "[--window W] [--expect-errno E] [--no-echo-check]",
 	  "send messages to net-echo on NODE and check every answer", cmd_net_send },
 	{ "net-watch", "[COUNT]", "print netd's link and quorum events as they happen", cmd_net_watch },
 	{ "keygen", "FILE", "write a new cluster key for authenticated links (0600)", cmd_keygen },
@@ -177,7 +178,7 @@ main(int argc, char *argv[])
 	struct o2ctl ctl = { .rundir = rundir_default(), .timeout_ms = 10000 };
 	unsigned long ms;
 	size_t i;
-	int ch;
+	int ch, rc;
 
 	log_init("o2ctl", 0);
 	/* Options stop at the command, whose own flags follow it. */
@@ -200,9 +201,16 @@ main(int argc, char *argv[])
 		usage(stderr);
 		return EX_USAGE;
 	}
-	for (i = 0; i < nitems(commands); i++)
-		if (strcmp(commands[i].name, argv[optind]) == 0)
-			return commands[i].run(&ctl, argc - optind, argv + optind);
+	for (i = 0; i < nitems(commands); i++) {
+		if (strcmp(commands[i].name, argv[optind]) != 0)
+			continue;
+		rc = commands[i].run(&ctl, argc - optind, argv + optind);
+		/* One place says how a command is called: its table entry. */
+		if (rc == EX_USAGE)
+			fprintf(stderr, "usage: o2ctl %s%s%s\n", commands[i].name,
+			    commands[i].args[0] ? " " : "", commands[i].args);
+		return rc;
+	}
 	fprintf(stderr, "o2ctl: unknown command %s\n", argv[optind]);
 	usage(stderr);
 	return EX_USAGE;
