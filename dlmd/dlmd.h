@@ -347,7 +347,7 @@ struct wire_handler {
 	wire_handler_fn	*fn;
 };
 void	wire_register_handlers(const struct wire_handler *, size_t n);
-int	wire_send(struct dlm_domain *, unsigned node, enum wire_type, const Dlmwire__Msg *,
+void	wire_send(struct dlm_domain *, unsigned node, enum wire_type, const Dlmwire__Msg *,
 	    wire_reply_fn *, void *arg);
 void	wire_domain_register(struct dlm_domain *, int reg);
 void	netd_link_start(struct dlmd *);

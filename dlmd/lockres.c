@@ -268,10 +268,7 @@ res_purge(struct dlm_res *r)
 	m.name.len = r->namelen;
 	m.master = d->dlmd->local_node;
 	r->migrating = 1;
-	if (wire_send(d, d->directory, WIRE_DIR_DROP, &m, dir_dropped, p) == -1) {
-		r->migrating = 0;
-		free(p);
-	}
+	wire_send(d, d->directory, WIRE_DIR_DROP, &m, dir_dropped, p);
 }
 
 static void

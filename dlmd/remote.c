@@ -21,25 +21,34 @@ name_ok(const Dlmwire__Msg *m)
 
 /* ---------------------------------------------------------- directory */
 
+/* 1 when m names a resource and we are the directory; else rep says why not. */
+static int
+directory_here(struct dlm_domain *d, const Dlmwire__Msg *m, Dlmwire__Msg *rep)
+{
+	if (!name_ok(m)) {
+		rep->status = WS_BAD;
+		return 0;
+	}
+	if (d->directory != d->dlmd->local_node) {
+		rep->status = WS_NOT_DIR;
+		rep->directory = d->directory;
+		return 0;
+	}
+	return 1;
+}
+
 static void
 h_lookup(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
     Dlmwire__Msg *rep)
 {
 	struct dlm_dirent *e;
 
-	if (!name_ok(m)) {
-		rep->status = WS_BAD;
-		return;
-	}
-	if (d->recovering) {
+	if (name_ok(m) && d->recovering) {
 		rep->status = WS_RETRY;
 		return;
 	}
-	if (d->directory != d->dlmd->local_node) {
-		rep->status = WS_NOT_DIR;
-		rep->directory = d->directory;
+	if (!directory_here(d, m, rep))
 		return;
-	}
 	if ((e = dir_find(d, m->name.data, m->name.len)) == NULL) {
 		dir_set(d, m->name.data, m->name.len, from);
 		e = dir_find(d, m->name.data, m->name.len);
@@ -53,15 +62,12 @@ h_dir_set(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
     Dlmwire__Msg *rep)
 {
 	(void)from;
-	if (!name_ok(m) || m->master >= DLM_MAX_NODES) {
+	if (m->master >= DLM_MAX_NODES) {
 		rep->status = WS_BAD;
 		return;
 	}
-	if (d->directory != d->dlmd->local_node) {
-		rep->status = WS_NOT_DIR;
-		rep->directory = d->directory;
+	if (!directory_here(d, m, rep))
 		return;
-	}
 	dir_set(d, m->name.data, m->name.len, m->master);
 	rep->status = WS_OK;
 }
@@ -72,15 +78,8 @@ h_dir_drop(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 {
 	struct dlm_dirent *e;
 
-	if (!name_ok(m)) {
-		rep->status = WS_BAD;
+	if (!directory_here(d, m, rep))
 		return;
-	}
-	if (d->directory != d->dlmd->local_node) {
-		rep->status = WS_NOT_DIR;
-		rep->directory = d->directory;
-		return;
-	}
 	/* Only the master it records may drop an entry. */
 	if ((e = dir_find(d, m->name.data, m->name.len)) != NULL && e->master == from)
 		dir_drop(d, m->name.data, m->name.len);

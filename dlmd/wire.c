@@ -197,10 +197,10 @@ defer(struct wire_call *wc)
 }
 
 /*
- * Send `m` to `node` in domain d; `fn` (may be NULL) gets the outcome
- * exactly once, never before wire_send returns.
+ * Send `m` to `node` in domain d; `fn` (may be NULL) gets the outcome,
+ * failures included, exactly once, never before wire_send returns.
  */
-int
+void
 wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
     const Dlmwire__Msg *m, wire_reply_fn *fn, void *arg)
 {
@@ -226,13 +226,13 @@ wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
 		wc->payload = buf;
 		wc->len = len;
 		defer(wc);
-		return 0;
+		return;
 	}
 	if (dd->netd == NULL || !dd->netd_up) {
 		free(buf);
 		wc->err = ENOTCONN;
 		defer(wc);
-		return 0;
+		return;
 	}
 	ns.node = node;
 	ns.type = type;
@@ -247,7 +247,6 @@ wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
 		defer(wc);
 	}
 	free(buf);
-	return 0;
 }
 
 /* ---------------------------------------------------------- receiving */
