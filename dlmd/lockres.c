@@ -236,10 +236,14 @@ dir_dropped(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 	if (d != NULL && (r = res_find(d, p->name, p->namelen)) != NULL &&
 	    r->migrating == 1) {
 		r->migrating = 0;
-		if (!res_in_use(r) && r->master == d->dlmd->local_node)
+		if (!res_in_use(r)) {
 			res_free(r);
-		else
-			res_touch(r);
+		} else {
+			/* A local lock came meanwhile: we are no longer its
+			 * master, so ask the directory like anybody else. */
+			r->master = DLM_NODE_NONE;
+			res_master_known(r);
+		}
 	}
 	free(p);
 }
