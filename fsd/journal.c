@@ -15,9 +15,15 @@
  * points at it; the fdatasync at the start of every commit makes it
  * durable first.
  *
- * Concurrency: one handle at a time (the journal mutex is held from
- * journal_start to journal_stop), and commits run between handles, so a
- * transaction never contains half a handle.
+ * Concurrency: one handle at a time (hmtx is held from journal_start to
+ * journal_stop). The journal's state has its own mutex (mtx), held only
+ * briefly, because a thread inside a handle may wait long for a cluster
+ * lock while another (downconvert, fsync) must commit and checkpoint what
+ * the closed handles changed. Such a commit logs, for each block the open
+ * handle has touched, the handle's undo copy: the block as the closed
+ * handles left it. A handle changes a block only after journal_access,
+ * which takes mtx, so a commit never sees half a handle. Lock order:
+ * hmtx, then mtx.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,6 +42,7 @@
 struct jundo {
 	struct fsd_buf	*b;
 	uint8_t		*copy;
+	int		 committed;	/* copy is in a commit already: skip it */
 };
 
 /* A committed block waiting for its checkpoint. */
@@ -59,7 +66,9 @@ struct fsd_journal {
 	struct jbd2_info ji;
 	struct jextent	*ext;
 	unsigned	 next;
-	pthread_mutex_t	 mtx;
+	pthread_mutex_t	 hmtx;		/* the open handle's, start to stop */
+	pthread_mutex_t	 mtx;		/* everything below */
+	struct fsd_handle *open;	/* the open handle, if any */
 	uint32_t	 head;		/* next log block to write */
 	uint32_t	 used;		/* log blocks holding un-checkpointed transactions */
 	uint32_t	 next_seq;	/* tid of the running transaction */
@@ -259,6 +268,7 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 	j = xcalloc(1, sizeof(*j));
 	j->fs = fs;
 	j->inode = fs->slots[slot].journal;
+	pthread_mutex_init(&j->hmtx, NULL);
 	pthread_mutex_init(&j->mtx, NULL);
 	if ((rc = block_read(fs, j->inode, BLK_INODE, &b)) != 0) {
 		snprintf(err, errlen, "journal:%04d is unreadable", slot);
@@ -341,6 +351,7 @@ journal_close(struct fsd_journal *j)
 	free(j->run);
 	free(j->ext);
 	pthread_mutex_destroy(&j->mtx);
+	pthread_mutex_destroy(&j->hmtx);
 	free(j);
 }
 
@@ -401,39 +412,66 @@ journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bump_re
 
 /* ---- handles and commits ---------------------------------------------- */
 
+/* h's undo entry for b, if h (the open handle or NULL) has accessed it. */
+static struct jundo *
+undo_of(struct fsd_handle *h, struct fsd_buf *b)
+{
+	unsigned i;
+
+	for (i = 0; h != NULL && i < h->nundo; i++)
+		if (h->undo[i].b == b)
+			return &h->undo[i];
+	return NULL;
+}
+
 int
 journal_start(struct fsd *fs, struct fsd_handle *h)
 {
+	struct fsd_journal *j = fs->journal;
+
 	memset(h, 0, sizeof(*h));
-	if (fs->journal == NULL)
+	if (j == NULL)
 		return -EROFS;
-	pthread_mutex_lock(&fs->journal->mtx);
+	pthread_mutex_lock(&j->hmtx);
+	pthread_mutex_lock(&j->mtx);
 	/* After corruption or a failed log write, change nothing more. */
-	if (fs->errors || fs->journal->failed) {
-		pthread_mutex_unlock(&fs->journal->mtx);
+	if (fs->errors || j->failed) {
+		pthread_mutex_unlock(&j->mtx);
+		pthread_mutex_unlock(&j->hmtx);
 		return -EROFS;
 	}
 	h->fs = fs;
+	j->open = h;
+	pthread_mutex_unlock(&j->mtx);
+	glue_handle_begin(h);
 	return 0;
 }
 
 int
 journal_access(struct fsd_handle *h, struct fsd_buf *b)
 {
-	unsigned bs = h->fs->vol.block_bytes, i;
+	struct fsd_journal *j = h->fs->journal;
+	unsigned bs = h->fs->vol.block_bytes;
+	struct jundo *u;
 
-	for (i = 0; i < h->nundo; i++)
-		if (h->undo[i].b == b)
-			return 0;
+	/* a commit reads the undo copies */
+	pthread_mutex_lock(&j->mtx);
+	if (undo_of(h, b) != NULL) {
+		pthread_mutex_unlock(&j->mtx);
+		return 0;
+	}
 	if (h->nundo == h->cap) {
 		h->cap = h->cap ? 2 * h->cap : 8;
 		h->undo = xrealloc(h->undo, h->cap * sizeof(*h->undo));
 	}
-	h->undo[h->nundo].b = b;
-	h->undo[h->nundo].copy = xmalloc(bs);
-	memcpy(h->undo[h->nundo].copy, b->data, bs);
+	u = &h->undo[h->nundo++];
+	u->b = b;
+	u->copy = xmalloc(bs);
+	memcpy(u->copy, b->data, bs);
+	/* outside the running transaction, b is as last committed */
+	u->committed = !b->jrun;
 	block_ref(h->fs, b);
-	h->nundo++;
+	pthread_mutex_unlock(&j->mtx);
 	return 0;
 }
 
@@ -442,15 +480,17 @@ journal_dirty(struct fsd_handle *h, struct fsd_buf *b)
 {
 	struct fsd_journal *j = h->fs->journal;
 
-	if (b->jrun)
-		return;
-	if (j->nrun == j->run_cap) {
-		j->run_cap = j->run_cap ? 2 * j->run_cap : 64;
-		j->run = xrealloc(j->run, j->run_cap * sizeof(*j->run));
+	pthread_mutex_lock(&j->mtx);
+	if (!b->jrun) {
+		if (j->nrun == j->run_cap) {
+			j->run_cap = j->run_cap ? 2 * j->run_cap : 64;
+			j->run = xrealloc(j->run, j->run_cap * sizeof(*j->run));
+		}
+		b->jrun = 1;
+		block_ref(h->fs, b);
+		j->run[j->nrun++] = b;
 	}
-	b->jrun = 1;
-	block_ref(h->fs, b);
-	j->run[j->nrun++] = b;
+	pthread_mutex_unlock(&j->mtx);
 }
 
 static int commit_locked(struct fsd_journal *j);
@@ -462,6 +502,7 @@ journal_stop(struct fsd_handle *h, int abort)
 	unsigned i;
 	int rc = 0;
 
+	pthread_mutex_lock(&j->mtx);
 	for (i = 0; i < h->nundo; i++) {
 		if (abort)
 			memcpy(h->undo[i].b->data, h->undo[i].copy, h->fs->vol.block_bytes);
@@ -471,13 +512,17 @@ journal_stop(struct fsd_handle *h, int abort)
 	free(h->undo);
 	h->undo = NULL;
 	h->nundo = h->cap = 0;
+	j->open = NULL;
+	if (j->nrun >= j->run_limit)
+		rc = commit_locked(j);
+	pthread_mutex_unlock(&j->mtx);
 	/* restored directory blocks no longer match their name indexes */
 	for (i = 0; abort && i < h->ndirs; i++)
 		dir_index_drop(h->fs, h->dirs[i]);
 	h->ndirs = 0;
-	if (j->nrun >= j->run_limit)
-		rc = commit_locked(j);
-	pthread_mutex_unlock(&j->mtx);
+	pthread_mutex_unlock(&j->hmtx);
+	/* the EX locks kept for this handle: its changes are in the run now */
+	glue_handle_end(h);
 	return rc;
 }
 
@@ -543,8 +588,9 @@ checkpoint_locked(struct fsd_journal *j)
 	return rc;
 }
 
+/* b's committed contents are data (what was logged, not b->data). */
 static void
-cp_add(struct fsd_journal *j, struct fsd_buf *b)
+cp_add(struct fsd_journal *j, struct fsd_buf *b, const uint8_t *data)
 {
 	unsigned h = (unsigned)(b->blkno % JCP_HASH), bs = j->fs->vol.block_bytes;
 	struct jcp *c;
@@ -562,21 +608,17 @@ cp_add(struct fsd_journal *j, struct fsd_buf *b)
 		j->cp[h] = c;
 		j->ncp++;
 	}
-	memcpy(c->frozen, b->data, bs);
+	memcpy(c->frozen, data, bs);
 }
 
+/* Log transaction next_seq of the n blocks in blist and make it durable. */
 static int
-commit_locked(struct fsd_journal *j)
+log_txn(struct fsd_journal *j, const struct jbd2_block *blist, unsigned n)
 {
-	unsigned bs = j->ji.blocksize, n = j->nrun, need, i, logsize;
-	struct jbd2_block *blist;
+	unsigned bs = j->ji.blocksize, need, logsize;
 	uint8_t *img;
 	int rc;
 
-	if (n == 0)
-		return 0;
-	if (j->failed)
-		return -EIO;
 	logsize = j->ji.maxlen - j->ji.first;
 	need = jbd2_txn_blocks(&j->ji, n);
 	if (need >= logsize) {
@@ -586,15 +628,9 @@ commit_locked(struct fsd_journal *j)
 	}
 	if (j->used + need >= logsize && (rc = checkpoint_locked(j)) != 0)
 		return rc;
-	blist = xcalloc(n, sizeof(*blist));
-	for (i = 0; i < n; i++) {
-		blist[i].blkno = j->run[i]->blkno;
-		blist[i].data = j->run[i]->data;
-	}
 	if ((img = volume_alloc((size_t)need * bs)) == NULL)
 		fatal("out of memory");
 	jbd2_build_txn(&j->ji, j->next_seq, blist, n, img);
-	free(blist);
 	/*
 	 * Ordered data and the log body first, the commit block only once
 	 * they are durable: a crash before it leaves a transaction that
@@ -615,15 +651,58 @@ commit_locked(struct fsd_journal *j)
 		j->failed = 1;
 		return rc;
 	}
-	for (i = 0; i < n; i++) {
-		cp_add(j, j->run[i]);
-		j->run[i]->jrun = 0;
-		block_put(j->fs, j->run[i]);
-	}
-	j->nrun = 0;
 	j->head = (j->head - j->ji.first + need) % logsize + j->ji.first;
 	j->used += need;
 	j->next_seq++;
+	return 0;
+}
+
+/*
+ * Commit what the closed handles changed. For a block the open handle
+ * has accessed that is its undo copy, and the block stays in the running
+ * transaction for the handle's own changes.
+ */
+static int
+commit_locked(struct fsd_journal *j)
+{
+	unsigned logsize = j->ji.maxlen - j->ji.first, i, n, keep;
+	struct jbd2_block *blist;
+	struct fsd_buf *b;
+	struct jundo *u;
+	int rc;
+
+	if (j->nrun == 0)
+		return 0;
+	blist = xcalloc(j->nrun, sizeof(*blist));
+	for (i = n = 0; i < j->nrun; i++) {
+		b = j->run[i];
+		if ((u = undo_of(j->open, b)) != NULL && u->committed)
+			continue;
+		blist[n].blkno = b->blkno;
+		blist[n++].data = u != NULL ? u->copy : b->data;
+	}
+	if (n == 0) {
+		free(blist);	/* nothing but the open handle's changes */
+		return 0;
+	}
+	rc = j->failed ? -EIO : log_txn(j, blist, n);
+	free(blist);
+	if (rc != 0)
+		return rc;
+	for (i = keep = 0; i < j->nrun; i++) {
+		b = j->run[i];
+		if ((u = undo_of(j->open, b)) == NULL) {
+			cp_add(j, b, b->data);
+			b->jrun = 0;
+			block_put(j->fs, b);
+		} else {
+			if (!u->committed)
+				cp_add(j, b, u->copy);
+			u->committed = 1;
+			j->run[keep++] = b;
+		}
+	}
+	j->nrun = keep;
 	/* Keep half the log free for the next transactions. */
 	if (j->used > logsize / 2)
 		return checkpoint_locked(j);

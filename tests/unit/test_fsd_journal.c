@@ -4,7 +4,9 @@
  * revokes, a missing commit block, stale blocks past the end), then on
  * a real volume made by mkfs.ocfs2: a committed change survives a crash
  * and is replayed at the next mount, an uncommitted one never reaches its
- * home, a torn commit is ignored whole, and fsck.ocfs2 -fn stays clean.
+ * home, a torn commit is ignored whole, a commit while a handle is open
+ * takes only what the closed handles changed, and fsck.ocfs2 -fn stays
+ * clean.
  */
 #include <criterion/criterion.h>
 
@@ -277,17 +279,23 @@ mount_rw(struct fsd *fs)
 	cr_assert_eq(super_mount(fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 }
 
-/* The uid field of the root inode as the disk has it now. */
+/* The uid field of inode blkno as the disk has it now. */
 static uint32_t
-disk_root_uid(struct fsd *fs)
+disk_uid(uint64_t blkno)
 {
 	uint8_t buf[1024];
 	int fd = open(vol_img, O_RDONLY);
 
 	cr_assert(fd >= 0);
-	cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)(fs->root_blkno * 1024)), 1024);
+	cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)(blkno * 1024)), 1024);
 	close(fd);
 	return le32toh(((struct ocfs2_dinode *)buf)->i_uid);
+}
+
+static uint32_t
+disk_root_uid(struct fsd *fs)
+{
+	return disk_uid(fs->root_blkno);
 }
 
 static void
@@ -398,5 +406,88 @@ Test(fsd_journal_disk, torn_commit_is_ignored_and_log_wraps, .init = make_volume
 	mount_rw(&fs);
 	cr_assert_eq(disk_root_uid(&fs), 1500, "the torn transaction is ignored whole");
 	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+/*
+ * Open a handle that sets the uid of the root inode and of the system
+ * directory inode (both accessed and dirtied); *rb and *sb referenced.
+ */
+static void
+open_two_block_handle(struct fsd *fs, struct fsd_handle *h, uint32_t root_uid,
+    uint32_t sys_uid, struct fsd_buf **rb, struct fsd_buf **sb)
+{
+	cr_assert_eq(journal_start(fs, h), 0);
+	cr_assert_eq(block_read(fs, fs->root_blkno, BLK_INODE, rb), 0);
+	cr_assert_eq(block_read(fs, fs->sysdir_blkno, BLK_INODE, sb), 0);
+	cr_assert_eq(journal_access(h, *rb), 0);
+	cr_assert_eq(journal_access(h, *sb), 0);
+	((struct ocfs2_dinode *)(*rb)->data)->i_uid = htole32(root_uid);
+	((struct ocfs2_dinode *)(*sb)->data)->i_uid = htole32(sys_uid);
+	journal_dirty(h, *rb);
+	journal_dirty(h, *sb);
+}
+
+/*
+ * A handle may wait for a cluster lock while another thread commits and
+ * checkpoints (same thread here: a commit must not need the handle).
+ */
+Test(fsd_journal_disk, commit_inside_a_handle_takes_only_closed_handles, .init = make_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_buf *rb, *sb;
+	uint32_t sys0, seq;
+
+	mount_rw(&fs);
+	sys0 = disk_uid(fs.sysdir_blkno);
+	set_root_uid(&fs, 100);			/* closed, running transaction */
+	open_two_block_handle(&fs, &h, 200, sys0 + 300, &rb, &sb);
+	cr_assert_eq(journal_checkpoint(&fs), 0);
+	cr_assert_eq(disk_root_uid(&fs), 100, "the closed handle's change is home");
+	cr_assert_eq(disk_uid(fs.sysdir_blkno), sys0, "the open handle's is not");
+	cr_assert_eq(le32toh(((struct ocfs2_dinode *)rb->data)->i_uid), 200,
+	    "the cache keeps the open handle's change");
+	/* nothing new: a second commit has nothing to log */
+	seq = journal_info(fs.journal)->sequence;
+	cr_assert_eq(journal_checkpoint(&fs), 0);
+	cr_assert_eq(journal_info(fs.journal)->sequence, seq, "no transaction");
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	block_put(&fs, rb);
+	block_put(&fs, sb);
+	cr_assert_eq(journal_checkpoint(&fs), 0);
+	cr_assert_eq(disk_root_uid(&fs), 200, "logged once the handle closed");
+	cr_assert_eq(disk_uid(fs.sysdir_blkno), sys0 + 300);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+Test(fsd_journal_disk, abort_after_a_commit_inside_the_handle, .init = make_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_buf *rb, *sb;
+	uint32_t sys0;
+
+	mount_rw(&fs);
+	sys0 = disk_uid(fs.sysdir_blkno);
+	set_root_uid(&fs, 100);
+	open_two_block_handle(&fs, &h, 200, sys0 + 300, &rb, &sb);
+	cr_assert_eq(journal_commit(&fs), 0);
+	cr_assert_eq(journal_stop(&h, 1), 0);
+	cr_assert_eq(le32toh(((struct ocfs2_dinode *)rb->data)->i_uid), 100, "restored");
+	cr_assert_eq(le32toh(((struct ocfs2_dinode *)sb->data)->i_uid), sys0);
+	block_put(&fs, rb);
+	block_put(&fs, sb);
+	cr_assert_eq(disk_root_uid(&fs), 0, "committed, not checkpointed");
+	super_abandon(&fs);	/* crash: only the log speaks */
+
+	mount_rw(&fs);
+	cr_assert_eq(disk_root_uid(&fs), 100, "the first handle, replayed");
+	cr_assert_eq(disk_uid(fs.sysdir_blkno), sys0, "nothing of the aborted one");
+	super_unmount(&fs);
+	cr_assert_eq(disk_root_uid(&fs), 100);
 	cr_assert(fsck_clean());
 }
