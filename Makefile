@@ -91,6 +91,8 @@ LIBO2DLM = $(BUILD)/libo2dlm.a
 $(LIBO2DLM): $(patsubst %.c,$(OBJ)/%.o,$(wildcard o2dlm/*.c))
 	@rm -f $@
 	ar rcs $@ $^
+# fsd is a dlmd client.
+$(BUILD)/fsd: $(LIBO2DLM)
 
 DAEMON_LIBS = $(DAEMONS:%=$(BUILD)/lib%.a) $(LIBO2DLM)
 TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))

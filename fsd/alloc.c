@@ -40,7 +40,7 @@ group_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, struct fsd_buf **bp)
 	char why[128];
 	int rc;
 
-	if ((rc = block_read(fs, blkno, BLK_GROUP, bp)) != 0)
+	if ((rc = block_read_owned(fs, blkno, BLK_GROUP, alloc, bp)) != 0)
 		return rc;
 	gd = (const struct ocfs2_group_desc *)(*bp)->data;
 	if (LE64(gd->bg_parent_dinode) != alloc) {
@@ -143,7 +143,8 @@ alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 	unsigned cpg, ngroups, g, k, from, start, len;
 	int rc;
 
-	if ((rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
+	if ((rc = handle_lock(h, fs->gb_lock)) != 0 ||
+	    (rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
 		return rc;
 	cpg = cluster_cpg(fs, (const struct ocfs2_dinode *)ab->data);
 	if (cpg == 0 || goal >= fs->clusters)
@@ -182,7 +183,8 @@ free_clusters(struct fsd_handle *h, uint32_t start, unsigned count)
 	unsigned cpg, g, n;
 	int rc = 0;
 
-	if ((rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
+	if ((rc = handle_lock(h, fs->gb_lock)) != 0 ||
+	    (rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
 		return rc;
 	cpg = cluster_cpg(fs, (const struct ocfs2_dinode *)ab->data);
 	if (cpg == 0 || (uint64_t)start + count > fs->clusters) {
@@ -239,7 +241,7 @@ suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
 				chain = i;
 	}
 	blkno = (uint64_t)start << (fs->cbits - fs->bbits);
-	if ((rc = block_new(fs, blkno, BLK_GROUP, &gb)) != 0)
+	if ((rc = block_new_owned(fs, blkno, BLK_GROUP, ab->blkno, &gb)) != 0)
 		return rc;
 	if ((rc = journal_access(h, gb)) != 0 || (rc = journal_access(h, ab)) != 0) {
 		block_put(fs, gb);
@@ -284,7 +286,8 @@ suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *
 	uint64_t g;
 	int rc;
 
-	if ((rc = block_read(fs, alloc, BLK_INODE, &ab)) != 0)
+	if ((rc = handle_lock_sysinode(h, alloc)) != 0 ||
+	    (rc = block_read(fs, alloc, BLK_INODE, &ab)) != 0)
 		return rc;
 	if (!(LE32(((const struct ocfs2_dinode *)ab->data)->i_flags) & OCFS2_CHAIN_FL)) {
 		fsd_corrupt(fs, alloc, "allocator inode without a chain list");
@@ -331,7 +334,8 @@ suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_t bit
 	struct fsd_buf *ab, *gb;
 	int rc;
 
-	if ((rc = block_read(h->fs, alloc, BLK_INODE, &ab)) != 0)
+	if ((rc = handle_lock_sysinode(h, alloc)) != 0 ||
+	    (rc = block_read(h->fs, alloc, BLK_INODE, &ab)) != 0)
 		return rc;
 	if ((rc = group_read(h->fs, group, alloc, &gb)) == 0) {
 		rc = group_change(h, ab, gb, bit, 1, 0);
@@ -395,6 +399,12 @@ out:
 int
 tl_flush(struct fsd *fs)
 {
+	return tl_flush_slot(fs, fs->slot);
+}
+
+int
+tl_flush_slot(struct fsd *fs, int slot)
+{
 	struct ocfs2_truncate_log *tl;
 	struct ocfs2_truncate_rec *r;
 	struct fsd_handle h;
@@ -402,9 +412,9 @@ tl_flush(struct fsd *fs)
 	unsigned used;
 	int rc, stop;
 
-	if (fs->journal == NULL || fs->slot < 0)
+	if (fs->journal == NULL || slot < 0)
 		return 0;
-	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0)
+	if ((rc = block_read(fs, fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0)
 		return rc;
 	used = LE16(((const struct ocfs2_dinode *)b->data)->id2.i_dealloc.tl_used);
 	block_put(fs, b);
@@ -421,7 +431,7 @@ tl_flush(struct fsd *fs)
 		return rc;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
-	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0) {
+	if ((rc = block_read(fs, fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0) {
 		journal_stop(&h, 1);
 		return rc;
 	}

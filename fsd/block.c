@@ -322,6 +322,16 @@ block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 	return 0;
 }
 
+/* A well-formed inode block that is free: what a stale inode number finds. */
+static int
+inode_deleted(const uint8_t *data)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)data;
+
+	return memcmp(di->i_signature, OCFS2_INODE_SIGNATURE, sizeof(OCFS2_INODE_SIGNATURE) - 1) == 0 &&
+	    !(LE32(di->i_flags) & OCFS2_VALID_FL);
+}
+
 /* The cache buffer for blkno, referenced, created if need be. Cache mutex held. */
 static struct fsd_buf *
 buf_get_locked(struct fsd *fs, uint64_t blkno)
@@ -354,8 +364,22 @@ buf_get_locked(struct fsd *fs, uint64_t blkno)
 	return b;
 }
 
+/* Who a buffer belongs to: an inode block to itself, others to their inode. */
+static uint64_t
+owner_of(uint64_t blkno, enum blk_type type, uint64_t owner)
+{
+	return type == BLK_INODE ? blkno : owner;
+}
+
 int
 block_new(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **bp)
+{
+	return block_new_owned(fs, blkno, type, 0, bp);
+}
+
+int
+block_new_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t owner,
+    struct fsd_buf **bp)
 {
 	struct fsd_buf *b;
 
@@ -369,6 +393,7 @@ block_new(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **b
 	pthread_mutex_lock(&b->lock);
 	memset(b->data, 0, fs->vol.block_bytes);
 	b->type = type;
+	b->owner = owner_of(blkno, type, owner);
 	b->state = BUF_VALID;
 	pthread_mutex_unlock(&b->lock);
 	*bp = b;
@@ -377,6 +402,13 @@ block_new(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **b
 
 int
 block_read(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **bp)
+{
+	return block_read_owned(fs, blkno, type, 0, bp);
+}
+
+int
+block_read_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t owner,
+    struct fsd_buf **bp)
 {
 	struct fsd_cache *c = &fs->cache;
 	struct fsd_buf *b;
@@ -400,16 +432,28 @@ block_read(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **
 	b = buf_get_locked(fs, blkno);
 	pthread_mutex_unlock(&c->mtx);
 
+	owner = owner_of(blkno, type, owner);
 	pthread_mutex_lock(&b->lock);
+	/*
+	 * Cached for another owner: the block was freed and allocated
+	 * again, maybe by another node, under a lock we did not hold then.
+	 */
+	if (b->state != BUF_EMPTY && owner != 0 && b->owner != 0 && b->owner != owner &&
+	    !b->jrun)
+		b->state = BUF_EMPTY;
 	if (b->state == BUF_EMPTY) {
 		rc = block_io(fs, 0, blkno, 1, b->data);
 		if (rc == 0) {
 			b->type = type;
-			if (block_validate(fs, type, blkno, b->data, why, sizeof(why)) == -1) {
+			b->owner = owner;
+			if (block_validate(fs, type, blkno, b->data, why, sizeof(why)) == 0)
+				b->state = BUF_VALID;
+			else if (type == BLK_INODE && fs->glue != NULL && inode_deleted(b->data))
+				rc = -ESTALE;	/* another node deleted it: not damage */
+			else {
 				fsd_corrupt(fs, blkno, why);
 				b->state = BUF_BAD;
-			} else
-				b->state = BUF_VALID;
+			}
 		}
 	} else if (b->state == BUF_VALID && b->type != type) {
 		/*
@@ -485,5 +529,29 @@ block_forget(struct fsd *fs, uint64_t blkno)
 		}
 		break;
 	}
+	pthread_mutex_unlock(&c->mtx);
+}
+
+void
+block_forget_owner(struct fsd *fs, uint64_t owner)
+{
+	struct fsd_cache *c = &fs->cache;
+	struct fsd_buf *b, *next;
+	unsigned h;
+
+	pthread_mutex_lock(&c->mtx);
+	for (h = 0; h < c->nhash; h++)
+		for (b = c->hash[h]; b != NULL; b = next) {
+			next = b->hnext;
+			/*
+			 * A referenced buffer is the journal's (logged, not home
+			 * yet: ours, and newer than the disk) or a reader's.
+			 */
+			if (b->owner != owner || b->refs != 0)
+				continue;
+			lru_unlink(b);
+			hash_remove(c, b);
+			buf_free(b);
+		}
 	pthread_mutex_unlock(&c->mtx);
 }

@@ -104,7 +104,7 @@ dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
 				return -EIO;
 			}
 		}
-		if ((r = block_read(fs, ex.pblk + (lblk - ex_start), BLK_DIR, &b)) != 0)
+		if ((r = block_read_owned(fs, ex.pblk + (lblk - ex_start), BLK_DIR, blkno, &b)) != 0)
 			return r;
 		r = walk_area(b->data, bs, lblk * bs, pos, fn, arg);
 		block_put(fs, b);
@@ -147,7 +147,7 @@ entry_at(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos, struct fsd
 		return rc;
 	if (ex.pblk == 0)
 		return -ENOENT;
-	if ((rc = block_read(fs, ex.pblk, BLK_DIR, bp)) != 0)
+	if ((rc = block_read_owned(fs, ex.pblk, BLK_DIR, LE64(di->i_blkno), bp)) != 0)
 		return rc;
 	*dep = (const struct ocfs2_dir_entry *)((*bp)->data + off);
 	return 0;
@@ -298,7 +298,8 @@ for_each_block(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from,
 				return -EIO;
 			}
 		}
-		if ((r = block_read(fs, ex.pblk + (lblk - ex_start), BLK_DIR, &b)) != 0)
+		if ((r = block_read_owned(fs, ex.pblk + (lblk - ex_start), BLK_DIR, LE64(di->i_blkno),
+		    &b)) != 0)
 			return r;
 		if ((r = fn(arg, b, lblk)) != 0) {
 			*bp = b;
@@ -482,7 +483,7 @@ dir_extend(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 		return rc;
 	if (ex.pblk == 0)
 		return -EIO;
-	if ((rc = block_new(fs, ex.pblk, BLK_DIR, bp)) != 0)
+	if ((rc = block_new_owned(fs, ex.pblk, BLK_DIR, LE64(di->i_blkno), bp)) != 0)
 		return rc;
 	if ((rc = journal_access(h, *bp)) != 0) {
 		block_put(fs, *bp);

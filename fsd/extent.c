@@ -105,7 +105,7 @@ extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 		}
 		child = LE64(el->l_recs[found].e_blkno);
 		want = depth - 1;
-		rc = block_read(fs, child, BLK_EXTENT, &nb);
+		rc = block_read_owned(fs, child, BLK_EXTENT, owner, &nb);
 		block_put(fs, b);
 		if (rc != 0)
 			return rc;
@@ -193,7 +193,7 @@ rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *r
 			return -EIO;
 		}
 		child = LE64(el->l_recs[n - 1].e_blkno);
-		if ((rc = block_read(fs, child, BLK_EXTENT, &p->b[i])) != 0) {
+		if ((rc = block_read_owned(fs, child, BLK_EXTENT, p->b[0]->blkno, &p->b[i])) != 0) {
 			p->depth = i - 1;
 			path_put(fs, p);
 			return rc;
@@ -212,7 +212,7 @@ rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *r
 
 /* A new extent block from our slot's extent_alloc, formatted at depth. */
 static int
-new_extent_block(struct fsd_handle *h, unsigned depth, struct fsd_buf **bp)
+new_extent_block(struct fsd_handle *h, uint64_t owner, unsigned depth, struct fsd_buf **bp)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_extent_block *eb;
@@ -222,7 +222,7 @@ new_extent_block(struct fsd_handle *h, unsigned depth, struct fsd_buf **bp)
 
 	if ((rc = suballoc_claim(h, fs->slots[fs->slot].extent_alloc, &blkno, &group, &bit)) != 0)
 		return rc;
-	if ((rc = block_new(fs, blkno, BLK_EXTENT, bp)) != 0)
+	if ((rc = block_new_owned(fs, blkno, BLK_EXTENT, owner, bp)) != 0)
 		return rc;
 	if ((rc = journal_access(h, *bp)) != 0) {
 		block_put(fs, *bp);
@@ -359,7 +359,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 					rc = -EFBIG;
 					goto out;
 				}
-				if ((rc = new_extent_block(h, p.depth, &sb)) != 0)
+				if ((rc = new_extent_block(h, ib->blkno, p.depth, &sb)) != 0)
 					goto out;
 				el = &((struct ocfs2_extent_block *)sb->data)->h_list;
 				k = LE16(root->l_next_free_rec);
@@ -387,7 +387,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 			/* New blocks for every level below lvl, the leaf last. */
 			memset(nb, 0, sizeof(nb));
 			for (i = lvl + 1; i <= p.depth; i++) {
-				if ((rc = new_extent_block(h, p.depth - i, &nb[i])) != 0) {
+				if ((rc = new_extent_block(h, ib->blkno, p.depth - i, &nb[i])) != 0) {
 					while (--i > lvl)
 						block_put(fs, nb[i]);
 					goto out;

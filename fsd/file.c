@@ -242,7 +242,7 @@ file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
 		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0)
 			return rc;
 		di = (struct ocfs2_dinode *)ib->data;
-		if (S_ISREG(LE16(di->i_mode)) && off + len <= LE64(di->i_size)) {
+		if (S_ISREG(LE16(di->i_mode)) && off != FILE_APPEND && off + len <= LE64(di->i_size)) {
 			rc = write_data(fs, di, LE64(di->i_size), off, data, len);
 			inode_unlock_block(fs, ip, LKM_EX, ib);
 			return rc;
@@ -256,6 +256,8 @@ file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
 		return rc;
 	}
 	di = (struct ocfs2_dinode *)ib->data;
+	if (off == FILE_APPEND)
+		off = LE64(di->i_size);
 	if (!S_ISREG(LE16(di->i_mode)))
 		rc = -EINVAL;
 	else if ((rc = file_write_locked(&h, ib, off, data, len)) == 0 && touch_times) {

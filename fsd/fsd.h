@@ -62,6 +62,7 @@ struct fsd_buf {
 	struct fsd_buf	*hnext;		/* hash chain */
 	struct fsd_buf	*lru_prev, *lru_next;	/* unreferenced buffers only */
 	int		 jrun;		/* in the running transaction (journal mutex) */
+	uint64_t	 owner;		/* inode whose META lock protects it; 0: none */
 };
 
 #define BUF_EMPTY	0	/* not read yet */
@@ -82,14 +83,36 @@ struct fsd_cache {
 /* = OCFS2_LOCK_ID_MAX_LEN of ocfs2_lockid.h (checked in lockres.c) */
 #define FSD_LOCK_NAME_LEN	32
 
-/* A lock resource, as dlmglue keeps one per (type, block, generation). */
+/*
+ * A lock resource, as dlmglue keeps one per (type, block, generation):
+ * this node's holders and, with a cluster, the level dlmd granted us
+ * (dlmglue.c). State is under the glue's mutex.
+ */
 struct fsd_lockres {
-	char			name[FSD_LOCK_NAME_LEN];	/* NUL-terminated */
-	pthread_rwlock_t	local;	/* holders on this node */
+	char			 name[FSD_LOCK_NAME_LEN];	/* NUL-terminated */
+	int			 type;		/* enum fsd_lock_type */
+	uint64_t		 owner;		/* inode whose cached blocks it covers, or 0 */
+	struct fsd_glue		*glue;		/* NULL: no cluster */
+	unsigned		 refs;
+	unsigned		 ro, ex;	/* holders on this node */
+	int			 level;		/* granted level; -1: no lock in dlmd */
+	int			 blocking;	/* level another node waits for, 0: none */
+	unsigned		 flags;
+	int			 status;	/* errno of the last request */
+	uint64_t		 lockid;
+	uint8_t			 lvb[64];
+	int			 lvb_valid;
+	int			 nocache;	/* OPEN: back to NL when the last holder goes */
+	pthread_cond_t		 cv;
+	struct fsd_lockres	*hnext, *dcnext;
 };
 
-#define LKM_PR	3	/* dlm modes used (dlmapi.h values) */
+#define LKM_NL	0	/* dlm modes used (dlmapi.h values) */
+#define LKM_PR	3
 #define LKM_EX	5
+
+#define LKF_TRY		0x1	/* fail with -EAGAIN rather than wait */
+#define LKF_RECOVERY	0x2	/* node recovery's own locks: don't wait for it */
 
 /* ---- the mount -------------------------------------------------------- */
 
@@ -102,10 +125,13 @@ struct fsd_slot {
 	uint64_t	orphan_dir;
 	uint64_t	inode_alloc;
 	uint64_t	extent_alloc;
+	struct fsd_lockres *journal_lock;	/* its journal's META lock (cluster) */
 };
 
 struct fsd_itable;
 struct fsd_journal;
+struct fsd_glue;
+struct fsd_stack;
 struct fsd_handle;
 
 struct fsd {
@@ -136,6 +162,11 @@ struct fsd {
 	int		 errors;		/* metadata corruption was seen */
 	pthread_mutex_t	 err_mtx;
 	struct fuse_session *se;
+	struct fsd_glue	*glue;			/* NULL: local or nocluster mount */
+	struct fsd_stack *stack;		/* our hold on heartbeat (glue.h) */
+	struct fsd_lockres **lockres_hash;
+	struct fsd_lockres *super_lock;		/* SUPER: the slot map */
+	struct fsd_lockres *gb_lock;		/* META of the global bitmap */
 };
 
 /* block.c */
@@ -151,8 +182,19 @@ void	 block_put(struct fsd *fs, struct fsd_buf *b);
 int	 block_new(struct fsd *fs, uint64_t blkno, enum blk_type type, struct fsd_buf **bp);
 /* One more reference to a buffer already held. */
 void	 block_ref(struct fsd *fs, struct fsd_buf *b);
-/* Forget a cached block (another node changed it; issue 7). */
+/*
+ * The same for blocks that belong to an inode (its extent blocks, its
+ * directory blocks, an allocator's groups): owner is that inode's block.
+ * A cached block found under another owner is read again.
+ */
+int	 block_read_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t owner,
+	    struct fsd_buf **bp);
+int	 block_new_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t owner,
+	    struct fsd_buf **bp);
+/* Forget a cached block (another node changed it). */
 void	 block_forget(struct fsd *fs, uint64_t blkno);
+/* Forget every cached block of owner that nobody holds (the journal included). */
+void	 block_forget_owner(struct fsd *fs, uint64_t owner);
 /* Plain block I/O outside the cache (data, journal): -errno on failure. */
 int	 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf);
 /* An O_DIRECT-aligned buffer that is NOT zeroed (large data I/O; free()). */
@@ -165,18 +207,25 @@ int	 block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno,
 /* Record a corruption: logs "block N: why" and marks the mount in error. */
 void	 fsd_corrupt(struct fsd *fs, uint64_t blkno, const char *why);
 
-/* lockres.c */
+/* dlmglue.c */
 enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
-	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN };
+	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK };
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
 void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 	    uint64_t blkno, uint32_t generation);
-void	 lockres_init(struct fsd_lockres *lr, enum fsd_lock_type type,
-	    uint64_t blkno, uint32_t generation);
-void	 lockres_destroy(struct fsd_lockres *lr);
-/* level is LKM_PR or LKM_EX. */
+/* The lock resource of that name, referenced; owner as in struct fsd_lockres. */
+struct fsd_lockres *lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
+	    uint32_t generation, uint64_t owner);
+void	 lockres_put(struct fsd *fs, struct fsd_lockres *lr);
+void	 lockres_free_all(struct fsd *fs);
+/* level is LKM_PR or LKM_EX; 0 or -errno (-EAGAIN: LKF_TRY and busy). */
 int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
+int	 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
+/* The META lock of a system inode (named with its generation). */
+struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
+/* ocfs2_meta_lvb from an inode: what other nodes could trust without a read. */
+void	 glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb);
 
 /* super.c */
 struct fsd_mount_opts {
@@ -184,6 +233,8 @@ struct fsd_mount_opts {
 	unsigned	 cache_blocks;
 	unsigned	 node_num;
 	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
+	int		 nocluster;		/* a clustered volume without the stack */
+	const char	*rundir;		/* the stack's sockets (NULL: the default) */
 };
 int	 super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	    char *err, size_t errlen);
@@ -206,7 +257,9 @@ struct fsd_inode {
 	uint32_t	 generation;
 	uint64_t	 nlookup;	/* FUSE lookup count */
 	unsigned	 pins;		/* internal references */
-	struct fsd_lockres meta;	/* guards the inode block and its tree */
+	struct fsd_lockres *meta;	/* guards the inode block and its tree */
+	struct fsd_lockres *open_lock;	/* OPEN: PR while open here (cluster) */
+	unsigned	 opens;		/* open files on this node */
 	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
 	struct dir_index *dindex;	/* directories: names -> positions */
 	struct fsd_inode *hnext;
@@ -219,6 +272,20 @@ int	 inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ip);
 void	 inode_put(struct fsd *fs, struct fsd_inode *ip);
 /* The in-memory inode if there is one (pinned), without reading anything. */
 struct fsd_inode *inode_find(struct fsd *fs, uint64_t blkno);
+/*
+ * An open file on this node: pins the inode and, with a cluster, holds
+ * its OPEN lock PR so that no node deletes it meanwhile.
+ */
+int	 inode_open(struct fsd *fs, struct fsd_inode *ip);
+/* The last close of an inode whose last name is gone deletes it. */
+void	 inode_close(struct fsd *fs, struct fsd_inode *ip);
+/*
+ * May an orphan be deleted now? Not while open here; with a cluster, not
+ * while open on any node (OPEN EX trylock, held until inode_delete_unlock).
+ * 0, or -EAGAIN when it is in use.
+ */
+int	 inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip);
+void	 inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip);
 /* FUSE lookup counting: lookup adds one, forget drops n. */
 void	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
 /* Returns 1 when the kernel no longer knows the inode. */
@@ -329,6 +396,15 @@ int	 data_readlink(struct fsd *fs, const struct ocfs2_dinode *di, char *buf, siz
 /* Claim a slot for fs->node_num: ours after a crash, else the first free. */
 int	 slot_claim(struct fsd *fs, char *err, size_t errlen);
 int	 slot_release(struct fsd *fs);
+/* nodes[slot]: the node number in each slot, -1 when free. */
+int	 slot_map_nodes(struct fsd *fs, int *nodes);
+int	 slot_free(struct fsd *fs, int slot);
+
+/* reco.c */
+/* Recover slot of a node that is gone (lkf LKF_TRY: only if it is). 0 or -errno. */
+int	 slot_recover(struct fsd *fs, int slot, unsigned lkf);
+/* This thread runs recovery (or the mount): it must not wait for it. */
+void	 glue_recovery_thread(int on);
 
 /* journal.c: JBD2 in the slot's journal file (ondisk.md §6) */
 struct jbd2_info {			/* the journal superblock, host order */
@@ -363,14 +439,26 @@ int	 journal_load(struct fsd_journal *j);
 /* Set or clear OCFS2_JOURNAL_DIRTY_FL (written in place, synchronously). */
 int	 journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bump_recovery);
 
-/* A handle: one atomic metadata change, all or nothing. */
+/*
+ * A handle: one atomic metadata change, all or nothing. One is open at a
+ * time; it may wait for cluster locks, and commits do not wait for it:
+ * they log what the closed handles left.
+ */
 struct fsd_handle {
 	struct fsd	 *fs;
 	struct jundo	 *undo;
 	unsigned	  nundo, cap;
 	uint64_t	  dirs[4];	/* directories changed: indexes to drop on abort */
 	unsigned	  ndirs;
+	struct fsd_lockres *locks[16];	/* EX holds kept until the handle ends */
+	unsigned	  nlocks;
 };
+/* dlmglue.c: journal_start/stop call these around every handle. */
+void	 glue_handle_begin(struct fsd_handle *h);
+void	 glue_handle_end(struct fsd_handle *h);
+/* Inside a handle: lock EX until the handle ends (allocators, the bitmap). */
+int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
+int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
 int	 journal_start(struct fsd *fs, struct fsd_handle *h);
 /* Declare intent to modify b (a referenced cache buffer) in this handle. */
 int	 journal_access(struct fsd_handle *h, struct fsd_buf *b);
@@ -378,9 +466,12 @@ int	 journal_access(struct fsd_handle *h, struct fsd_buf *b);
 void	 journal_dirty(struct fsd_handle *h, struct fsd_buf *b);
 /* End the handle; with abort set, every accessed buffer is restored. */
 int	 journal_stop(struct fsd_handle *h, int abort);
-/* Make the running transaction durable (fsync, timer, unmount). */
+/*
+ * Make the running transaction durable (fsync, timer, unmount); with a
+ * handle open, everything but that handle's changes.
+ */
 int	 journal_commit(struct fsd *fs);
-/* Write committed blocks home and free the log. */
+/* Commit, then write committed blocks home and free the log. */
 int	 journal_checkpoint(struct fsd *fs);
 /* Checkpoint everything and mark the log empty (s_start 0), for unmount. */
 int	 journal_shutdown(struct fsd *fs);
@@ -398,6 +489,8 @@ int	 suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_
 int	 tl_room(struct fsd *fs);
 int	 tl_append(struct fsd_handle *h, uint32_t start, unsigned count);
 int	 tl_flush(struct fsd *fs);
+/* Free what slot's truncate log holds (ours, or a dead node's in recovery). */
+int	 tl_flush_slot(struct fsd *fs, int slot);
 /* Out of space: flush the truncate log; 1 if that may have freed clusters. */
 int	 fsd_reclaim(struct fsd *fs);
 
@@ -407,6 +500,7 @@ int	 la_claim(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 	    uint32_t *start, unsigned *got);
 /* Return the window to the global bitmap (unmount, crash recovery). */
 int	 la_release(struct fsd *fs);
+int	 la_release_slot(struct fsd *fs, int slot);
 
 /* recovery.c */
 struct jbd2_log_ops {
@@ -434,6 +528,8 @@ int	 recovery_replay_slot(struct fsd *fs, int slot, unsigned *replayed, char *er
 /* touch_times: update mtime/ctime (not when the kernel keeps them: writeback cache). */
 int	 file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
 	    int touch_times);
+/* file_write's offset for O_APPEND: the size, as it is under the EX lock. */
+#define FILE_APPEND	UINT64_MAX
 int	 file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize);
 /* The same inside a handle, inode locked EX (slow symlinks use it). */
 int	 file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off,

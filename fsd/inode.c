@@ -45,7 +45,8 @@ itable_destroy(struct fsd *fs)
 	for (i = 0; i < ITABLE_HASH; i++) {
 		for (ip = fs->itable->hash[i]; ip != NULL; ip = n) {
 			n = ip->hnext;
-			lockres_destroy(&ip->meta);
+			lockres_put(fs, ip->meta);
+			lockres_put(fs, ip->open_lock);
 			dindex_free(ip->dindex);
 			pthread_mutex_destroy(&ip->dmtx);
 			free(ip);
@@ -90,46 +91,38 @@ inode_maybe_free(struct fsd *fs, struct fsd_inode *ip)
 		}
 	}
 	fs->itable->count--;
-	lockres_destroy(&ip->meta);
+	lockres_put(fs, ip->meta);
+	lockres_put(fs, ip->open_lock);
 	dindex_free(ip->dindex);
 	pthread_mutex_destroy(&ip->dmtx);
 	free(ip);
 }
 
-int
-inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
+/* System files (named with their generation in lock names) of this volume. */
+static int
+is_system_inode(struct fsd *fs, uint64_t blkno)
+{
+	unsigned i;
+
+	if (blkno == fs->sysdir_blkno || blkno == fs->global_bitmap ||
+	    blkno == fs->global_inode_alloc || blkno == fs->slot_map)
+		return 1;
+	for (i = 0; fs->slots != NULL && i < fs->vol.max_slots; i++)
+		if (blkno == fs->slots[i].journal || blkno == fs->slots[i].local_alloc ||
+		    blkno == fs->slots[i].truncate_log || blkno == fs->slots[i].orphan_dir ||
+		    blkno == fs->slots[i].inode_alloc || blkno == fs->slots[i].extent_alloc)
+			return 1;
+	return 0;
+}
+
+/* Find or add the in-memory inode, pinned; *created when it is new. */
+static struct fsd_inode *
+itable_add(struct fsd *fs, uint64_t blkno, uint32_t gen, uint32_t lockgen, int *created)
 {
 	struct fsd_itable *t = fs->itable;
 	struct fsd_inode *ip;
-	struct fsd_buf *b;
-	uint32_t gen, lockgen;
-	int rc;
 
-	*ipp = NULL;
-	pthread_mutex_lock(&t->mtx);
-	for (ip = t->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext) {
-		if (ip->blkno == blkno) {
-			ip->pins++;
-			pthread_mutex_unlock(&t->mtx);
-			*ipp = ip;
-			return 0;
-		}
-	}
-	pthread_mutex_unlock(&t->mtx);
-
-	/*
-	 * New to us: read the block once to learn its generation (which is
-	 * part of some lock names) and to refuse garbage before FUSE sees
-	 * an inode number.
-	 */
-	if ((rc = block_read(fs, blkno, BLK_INODE, &b)) != 0)
-		return rc;
-	gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
-	/* dlmglue names META locks with generation 0, system files with theirs */
-	lockgen = (LE32(((const struct ocfs2_dinode *)b->data)->i_flags) & OCFS2_SYSTEM_FL) ?
-	    gen : 0;
-	block_put(fs, b);
-
+	*created = 0;
 	pthread_mutex_lock(&t->mtx);
 	for (ip = t->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext)
 		if (ip->blkno == blkno)
@@ -138,14 +131,56 @@ inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
 		ip = xcalloc(1, sizeof(*ip));
 		ip->blkno = blkno;
 		ip->generation = gen;
-		lockres_init(&ip->meta, FSD_LOCK_META, blkno, lockgen);
+		ip->meta = lockres_get(fs, FSD_LOCK_META, blkno, lockgen, blkno);
 		pthread_mutex_init(&ip->dmtx, NULL);
 		ip->hnext = t->hash[ihash(blkno)];
 		t->hash[ihash(blkno)] = ip;
 		t->count++;
+		*created = 1;
 	}
 	ip->pins++;
 	pthread_mutex_unlock(&t->mtx);
+	return ip;
+}
+
+int
+inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
+{
+	struct fsd_inode *ip;
+	struct fsd_buf *b;
+	uint32_t gen = 0;
+	int rc, created;
+
+	*ipp = NULL;
+	if ((ip = inode_find(fs, blkno)) != NULL) {
+		*ipp = ip;
+		return 0;
+	}
+	if (is_system_inode(fs, blkno)) {
+		/* dlmglue names their META locks with the generation, which never changes */
+		if ((rc = block_read(fs, blkno, BLK_INODE, &b)) != 0)
+			return rc;
+		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+		block_put(fs, b);
+		*ipp = itable_add(fs, blkno, gen, gen, &created);
+		return 0;
+	}
+	/*
+	 * Others' META locks are named with generation 0: lock first, then
+	 * read the block once, to refuse garbage before FUSE sees an inode
+	 * number (and, in a cluster, to read what its last writer left).
+	 */
+	ip = itable_add(fs, blkno, 0, 0, &created);
+	if (!created) {
+		*ipp = ip;
+		return 0;
+	}
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) != 0) {
+		inode_put(fs, ip);
+		return rc;
+	}
+	ip->generation = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+	inode_unlock_block(fs, ip, LKM_PR, b);
 	*ipp = ip;
 	return 0;
 }
@@ -174,6 +209,75 @@ inode_put(struct fsd *fs, struct fsd_inode *ip)
 	ip->pins--;
 	inode_maybe_free(fs, ip);
 	pthread_mutex_unlock(&fs->itable->mtx);
+}
+
+/* The OPEN lock (cluster only). itable mutex held. */
+static void
+open_lock_get(struct fsd *fs, struct fsd_inode *ip)
+{
+	if (ip->open_lock == NULL && fs->glue != NULL) {
+		ip->open_lock = lockres_get(fs, FSD_LOCK_OPEN, ip->blkno, 0, 0);
+		ip->open_lock->nocache = 1;
+	}
+}
+
+int
+inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip)
+{
+	int rc;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	open_lock_get(fs, ip);
+	rc = ip->opens > 0 ? -EAGAIN : 0;
+	pthread_mutex_unlock(&fs->itable->mtx);
+	if (rc == 0 && ip->open_lock != NULL)
+		rc = lockres_lock_flags(fs, ip->open_lock, LKM_EX, LKF_TRY);
+	return rc;
+}
+
+void
+inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip)
+{
+	if (ip->open_lock != NULL)
+		lockres_unlock(fs, ip->open_lock, LKM_EX);
+}
+
+int
+inode_open(struct fsd *fs, struct fsd_inode *ip)
+{
+	int first, rc;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	ip->pins++;
+	first = ip->opens++ == 0;
+	open_lock_get(fs, ip);
+	pthread_mutex_unlock(&fs->itable->mtx);
+	if (!first || ip->open_lock == NULL)
+		return 0;
+	if ((rc = lockres_lock(fs, ip->open_lock, LKM_PR)) != 0) {
+		pthread_mutex_lock(&fs->itable->mtx);
+		ip->opens--;
+		ip->pins--;
+		pthread_mutex_unlock(&fs->itable->mtx);
+	}
+	return rc;
+}
+
+void
+inode_close(struct fsd *fs, struct fsd_inode *ip)
+{
+	int last;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	last = --ip->opens == 0;
+	pthread_mutex_unlock(&fs->itable->mtx);
+	if (last && ip->open_lock != NULL) {
+		lockres_unlock(fs, ip->open_lock, LKM_PR);
+		/* another node may have unlinked it meanwhile: the last close deletes */
+		if (fs->journal != NULL)
+			orphan_wipe(fs, ip->blkno);
+	}
+	inode_put(fs, ip);
 }
 
 void
@@ -208,10 +312,10 @@ inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf
 {
 	int rc;
 
-	if ((rc = lockres_lock(fs, &ip->meta, level)) != 0)
+	if ((rc = lockres_lock(fs, ip->meta, level)) != 0)
 		return rc;
 	if ((rc = block_read(fs, ip->blkno, BLK_INODE, bp)) != 0) {
-		lockres_unlock(fs, &ip->meta, level);
+		lockres_unlock(fs, ip->meta, level);
 		return rc;
 	}
 	return 0;
@@ -221,7 +325,7 @@ void
 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b)
 {
 	block_put(fs, b);
-	lockres_unlock(fs, &ip->meta, level);
+	lockres_unlock(fs, ip->meta, level);
 }
 
 void

@@ -20,11 +20,11 @@
 #define LA_DEFAULT_BYTES	(8u << 20)
 
 static int
-la_read(struct fsd *fs, struct fsd_buf **bp)
+la_read(struct fsd *fs, int slot, struct fsd_buf **bp)
 {
 	int rc;
 
-	if ((rc = block_read(fs, fs->slots[fs->slot].local_alloc, BLK_INODE, bp)) != 0)
+	if ((rc = block_read(fs, fs->slots[slot].local_alloc, BLK_INODE, bp)) != 0)
 		return rc;
 	if (!(LE32(((const struct ocfs2_dinode *)(*bp)->data)->i_flags) & OCFS2_LOCAL_ALLOC_FL)) {
 		fsd_corrupt(fs, (*bp)->blkno, "local alloc inode without its flag");
@@ -137,7 +137,7 @@ la_claim(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want, uint3
 	uint32_t off;
 	int rc;
 
-	if ((rc = la_read(fs, &lb)) != 0)
+	if ((rc = la_read(fs, fs->slot, &lb)) != 0)
 		return rc;
 	di = (struct ocfs2_dinode *)lb->data;
 	for (tries = 0; tries < 2; tries++) {
@@ -172,13 +172,19 @@ out:
 int
 la_release(struct fsd *fs)
 {
+	return la_release_slot(fs, fs->slot);
+}
+
+int
+la_release_slot(struct fsd *fs, int slot)
+{
 	struct fsd_handle h;
 	struct fsd_buf *lb;
 	int rc, stop;
 
-	if (fs->journal == NULL || fs->slot < 0)
+	if (fs->journal == NULL || slot < 0)
 		return 0;
-	if ((rc = la_read(fs, &lb)) != 0)
+	if ((rc = la_read(fs, slot, &lb)) != 0)
 		return rc;
 	if (LE32(((const struct ocfs2_dinode *)lb->data)->id1.bitmap1.i_total) == 0) {
 		block_put(fs, lb);

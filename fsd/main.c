@@ -36,7 +36,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT\n"
-	    "  -o ro|rw, node=N (slot map owner, 0), commit=S (5), cache_blocks=N, threads=N,\n"
+	    "  -o ro|rw, nocluster, node=N (slot map owner without a cluster, 0), commit=S (5),\n"
+	    "     cache_blocks=N, threads=N,\n"
 	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0,\n"
 	    "     and FUSE mount options (allow_other, ...)\n");
 	exit(2);
@@ -96,6 +97,8 @@ parse_o(struct cmdline *c, const char *arg)
 			if (parse_ulong(opt + 8, 10, 256, &v) == -1 || v == 0)
 				fatalx("bad threads: %s", opt + 8);
 			c->threads = (unsigned)v;
+		} else if (strcmp(opt, "nocluster") == 0) {
+			c->mo.nocluster = 1;
 		} else if (strcmp(opt, "writeback_cache=0") == 0 || strcmp(opt, "no_writeback_cache") == 0) {
 			fsd_writeback_cache = 0;
 		} else if (strncmp(opt, "attr_timeout=", 13) == 0) {
@@ -165,9 +168,15 @@ main(int argc, char **argv)
 	log_init("fsd", c.verbose);
 	if (access(c.mountpoint, F_OK) == -1)
 		fatal("%s", c.mountpoint);
+	c.mo.rundir = c.rundir;
 	if (super_mount(&fs, c.device, &c.mo, err, sizeof(err)) == -1) {
 		log_warnx("cannot mount %s: %s", c.device, err);
 		return 1;
+	}
+	if (fs.glue != NULL) {
+		/* what another node changes must show at once: the kernel keeps nothing */
+		fsd_timeouts.attr = fsd_timeouts.entry = 0;
+		fsd_writeback_cache = 0;
 	}
 	/*
 	 * The kernel does the permission checks from our attributes, as for

@@ -16,12 +16,15 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = 1u << 20;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	/* a cluster: every read() asks for attributes and drops stale pages */
+	if (fs->glue != NULL && (conn->capable & FUSE_CAP_AUTO_INVAL_DATA))
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 	/*
 	 * Write-behind: the kernel gathers writes in its page cache and
 	 * hands them to us in large requests; fsync still flushes them and
 	 * then commits the journal, so what fsync acknowledged is on disk.
-	 * In the cluster (issue 7) a downconvert must flush and drop these
-	 * pages first, as dlmglue does for the kernel's.
+	 * Not in a cluster (main.c turns it off): pages another node must
+	 * see cannot wait in this kernel.
 	 */
 	if (fsd_writeback_cache && !fs->readonly && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;

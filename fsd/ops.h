@@ -53,6 +53,10 @@ void	fsd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void	fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void	fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	    struct fuse_file_info *fi);
+/* fi->fh of an open file */
+#define FH_APPEND	0x1
+/* What open and create tell the kernel about caching, and fi->fh. */
+void	fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi);
 void	fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* ops_namei.c */

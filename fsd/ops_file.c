@@ -28,15 +28,32 @@ fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	mode = LE16(((const struct ocfs2_dinode *)b->data)->i_mode);
 	inode_unlock_block(fs, ip, LKM_PR, b);
-	inode_put(fs, ip);
-	if (S_ISDIR(mode))
+	if (S_ISDIR(mode)) {
+		inode_put(fs, ip);
 		return (void)fuse_reply_err(req, EISDIR);
+	}
+	rc = inode_open(fs, ip);
+	inode_put(fs, ip);
+	if (rc != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fsd_open_flags(fs, fi);
+	fuse_reply_open(req, fi);
+}
+
+void
+fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi)
+{
+	fi->fh = (fi->flags & O_APPEND) ? FH_APPEND : 0;
 	/*
 	 * Alone on the volume, the kernel's page cache stays right between
-	 * opens; in the cluster (issue 7) a downconvert invalidates it.
+	 * opens. In a cluster each open starts afresh (close-to-open), reads
+	 * revalidate attributes first (attr_timeout 0, auto_inval_data), and
+	 * a downconvert to NL invalidates the pages of long-lived mappings.
+	 * Appends go straight to us: the kernel's idea of the size may be
+	 * stale, we append at the size the EX lock shows.
 	 */
-	fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	fi->keep_cache = fs->glue == NULL;
+	fi->direct_io = fs->glue != NULL && (fi->flags & O_APPEND);
 }
 
 void
@@ -74,8 +91,14 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 void
 fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+
 	(void)fi;
+	if ((ip = inode_find(fs, fsd_ino_to_blkno(fs, ino))) != NULL) {
+		inode_put(fs, ip);	/* the open's own pin keeps it */
+		inode_close(fs, ip);
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -87,14 +110,16 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 	struct fsd_inode *ip;
 	int rc;
 
-	(void)fi;
+	uint64_t at;
+
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
+	at = (fi->fh & FH_APPEND) && fs->glue != NULL ? FILE_APPEND : (uint64_t)off;
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	rc = file_write(fs, ip, (uint64_t)off, buf, size, !fsd_writeback_active);
+	rc = file_write(fs, ip, at, buf, size, !fsd_writeback_active);
 	if (rc == -ENOSPC && fsd_reclaim(fs))
-		rc = file_write(fs, ip, (uint64_t)off, buf, size, !fsd_writeback_active);
+		rc = file_write(fs, ip, at, buf, size, !fsd_writeback_active);
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);

@@ -229,9 +229,20 @@ fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	struct fuse_entry_param e;
 	int rc;
 
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+
 	if ((rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, &e)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	fi->keep_cache = 1;
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, e.ino), &ip)) == 0) {
+		rc = inode_open(fs, ip);
+		inode_put(fs, ip);
+	}
+	if (rc != 0) {
+		inode_forget(fs, fsd_ino_to_blkno(fs, e.ino), 1);
+		return (void)fuse_reply_err(req, -rc);
+	}
+	fsd_open_flags(fs, fi);
 	fuse_reply_create(req, &e, fi);
 }
 

@@ -107,10 +107,15 @@ orphan_wipe(struct fsd *fs, uint64_t blkno)
 	inode_unlock_block(fs, ip, LKM_PR, ib);
 	if (!rc)
 		goto out;
+	/* open here or on another node: its last close deletes it */
+	if ((rc = inode_try_delete_lock(fs, ip)) != 0) {
+		rc = rc == -EAGAIN ? 0 : rc;
+		goto out;
+	}
 	if ((rc = file_free_all(fs, ip)) != 0)
-		goto out;
+		goto out_unlock;
 	if ((rc = journal_start(fs, &h)) != 0)
-		goto out;
+		goto out_unlock;
 	if ((rc = orphan_dir_get(fs, (int)slot, &op, &ob)) != 0) {
 		journal_stop(&h, 1);
 		goto out;
@@ -132,8 +137,12 @@ orphan_wipe(struct fsd *fs, uint64_t blkno)
 	journal_stop(&h, rc != 0);
 	if (rc == 0)
 		log_debug("inode %llu deleted", (unsigned long long)blkno);
+out_unlock:
+	inode_delete_unlock(fs, ip);
 out:
 	inode_put(fs, ip);
+	if (rc == -ESTALE)
+		rc = 0;		/* another node deleted it first */
 	if (rc < 0)
 		log_warnx("deleting orphan inode %llu: %s", (unsigned long long)blkno, strerror(-rc));
 	return rc < 0 ? rc : 0;

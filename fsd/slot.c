@@ -1,9 +1,10 @@
 /*
  * The slot map (ondisk.md §7.1): which node uses which slot's journal,
  * allocators and orphan dir. It is written in place, never through the
- * log. Until the cluster stack arrives (issue 7) fsd can neither share
- * a volume with a live node nor recover a dead one, so it refuses any
- * volume where another slot is taken or another journal needs replay.
+ * log, under the SUPER lock in a cluster. Without a cluster (a local or
+ * nocluster mount) fsd can neither share a volume with a live node nor
+ * recover a dead one, so it then refuses any volume where another slot
+ * is taken or another journal needs replay.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -166,13 +167,15 @@ slot_claim(struct fsd *fs, char *err, size_t errlen)
 			mine = (int)i;	/* ours, left by a crash: reuse it */
 			continue;
 		}
+		if (fs->glue != NULL)
+			continue;	/* a live node's, or recovery's business */
 		snprintf(err, errlen, "slot %u is in use by node %u: another node has the volume "
 		    "mounted or crashed with it mounted; sharing and recovering need the cluster "
 		    "stack", i, node);
 		free(m.buf);
 		return -1;
 	}
-	for (i = 0; i < fs->vol.max_slots; i++) {
+	for (i = 0; fs->glue == NULL && i < fs->vol.max_slots; i++) {
 		if ((int)i == mine)
 			continue;
 		if ((rc = slot_journal_dirty(fs, i, &dirty)) != 0 || dirty) {
@@ -201,6 +204,40 @@ slot_claim(struct fsd *fs, char *err, size_t errlen)
 	free(m.buf);
 	fs->slot = mine;
 	return 0;
+}
+
+int
+slot_map_nodes(struct fsd *fs, int *nodes)
+{
+	struct slotmap m;
+	char err[160];
+	unsigned i, node;
+
+	if (map_load(fs, &m, err, sizeof(err)) == -1) {
+		log_warnx("%s", err);
+		return -EIO;
+	}
+	for (i = 0; i < fs->vol.max_slots; i++)
+		nodes[i] = map_get(&m, i, &node) ? (int)node : -1;
+	free(m.buf);
+	return 0;
+}
+
+int
+slot_free(struct fsd *fs, int slot)
+{
+	struct slotmap m;
+	char err[160];
+	int rc;
+
+	if (map_load(fs, &m, err, sizeof(err)) == -1) {
+		log_warnx("freeing slot %d: %s", slot, err);
+		return -EIO;
+	}
+	map_set(&m, (unsigned)slot, 0, 0);
+	rc = map_store(fs, &m);
+	free(m.buf);
+	return rc;
 }
 
 int

@@ -14,6 +14,7 @@
 #include "util.h"
 
 #include "fsd.h"
+#include "glue.h"
 
 /* Feature names as mkfs.ocfs2 and tunefs.ocfs2 spell them. */
 static const struct feature_name {
@@ -212,15 +213,63 @@ commit_loop(void *arg)
  * Read-write: take a slot, replay its journal if a crash left it dirty,
  * then open it for this session and mark it dirty (ondisk.md §6.5, §7.3).
  */
+/* Locks of the system files that nodes share (with a cluster). */
+static void
+system_locks(struct fsd *fs)
+{
+	unsigned i;
+
+	fs->super_lock = lockres_get(fs, FSD_LOCK_SUPER, OCFS2_SUPER_BLOCK_BLKNO, 0, fs->slot_map);
+	fs->gb_lock = sysinode_lockres(fs, fs->global_bitmap);
+	for (i = 0; i < fs->vol.max_slots; i++)
+		fs->slots[i].journal_lock = sysinode_lockres(fs, fs->slots[i].journal);
+}
+
+/* Slots whose node is gone without anyone noticing: recover them now. */
+static int
+recover_offline_slots(struct fsd *fs)
+{
+	int nodes[OCFS2_MAX_SLOTS];
+	unsigned i;
+	int rc;
+
+	if ((rc = slot_map_nodes(fs, nodes)) != 0)
+		return rc;
+	for (i = 0; i < fs->vol.max_slots; i++) {
+		if (nodes[i] < 0 || (int)i == fs->slot)
+			continue;
+		rc = slot_recover(fs, (int)i, LKF_TRY);
+		if (rc == 0)
+			log_info("slot %u (node %d) was left by a node that is gone: recovered", i,
+			    nodes[i]);
+		else if (rc != -EAGAIN)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Read-write: take a slot, replay its journal if a crash left it dirty,
+ * then open it for this session and mark it dirty (ondisk.md §6.5, §7.3).
+ * With a cluster all of it runs under SUPER EX (cluster-stack.md §6.3),
+ * and our journal lock is held EX for as long as we are mounted: other
+ * nodes' trylock of it is how they tell we are alive.
+ */
 static int
 mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errlen)
 {
 	unsigned replayed;
 	int rc;
 
-	fs->node_num = o->node_num;
+	if (fs->glue == NULL)
+		fs->node_num = o->node_num;
 	if (slot_claim(fs, err, errlen) == -1)
 		return -1;
+	if (fs->glue != NULL && (rc = lockres_lock_flags(fs, fs->slots[fs->slot].journal_lock,
+	    LKM_EX, LKF_RECOVERY)) != 0) {
+		snprintf(err, errlen, "journal:%04d lock: %s", fs->slot, strerror(-rc));
+		return -1;
+	}
 	if (recovery_replay_slot(fs, fs->slot, &replayed, err, errlen) == -1)
 		return -1;
 	if (journal_open(fs, fs->slot, &fs->journal, err, errlen) == -1)
@@ -237,6 +286,11 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 		snprintf(err, errlen, "recovering slot %d: %s", fs->slot, strerror(-rc));
 		return -1;
 	}
+	if (fs->glue != NULL && (rc = recover_offline_slots(fs)) != 0) {
+		snprintf(err, errlen, "recovering the slots of nodes that are gone: %s",
+		    strerror(-rc));
+		return -1;
+	}
 	fs->commit_ms = o->commit_ms ? o->commit_ms : 5000;
 	pthread_mutex_init(&fs->commit_mtx, NULL);
 	pthread_cond_init(&fs->commit_cv, NULL);
@@ -246,6 +300,24 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 	}
 	fs->commit_running = 1;
 	return 0;
+}
+
+/* Join the cluster: heartbeat, links, the lock domain named by the UUID. */
+static int
+cluster_join(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errlen)
+{
+	struct fsd_stack_info si;
+	const char *rundir = o->rundir ? o->rundir : rundir_default();
+
+	if (strcmp(fs->vol.cluster_stack, "o2cb") != 0 && fs->vol.cluster_stack[0] != '\0') {
+		snprintf(err, errlen, "the volume uses cluster stack \"%s\"; this one is o2cb",
+		    fs->vol.cluster_stack);
+		return -1;
+	}
+	if ((fs->stack = stack_attach(fs, rundir, &si, err, errlen)) == NULL)
+		return -1;
+	fs->node_num = si.node;
+	return glue_start(fs, rundir, fs->vol.uuid, err, errlen);
 }
 
 int
@@ -304,8 +376,12 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	}
 	cache_init(&fs->cache, o->cache_blocks);
 	itable_init(fs);
+	if (!(fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT) && !o->nocluster &&
+	    cluster_join(fs, o, err, errlen) == -1)
+		goto fail;
 	if (find_system_files(fs, err, errlen) == -1)
 		goto fail;
+	system_locks(fs);
 	if ((rc = block_read(fs, fs->root_blkno, BLK_INODE, &b)) != 0) {
 		snprintf(err, errlen, "the root directory (inode %llu) is unreadable",
 		    (unsigned long long)fs->root_blkno);
@@ -318,10 +394,27 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 		    (unsigned long long)fs->root_blkno);
 		goto fail;
 	}
-	if (fs->readonly && check_journals_clean(fs, err, errlen) == -1)
+	if (fs->readonly && fs->glue == NULL && check_journals_clean(fs, err, errlen) == -1)
 		goto fail;
-	if (!fs->readonly && mount_rw(fs, o, err, errlen) == -1)
+	if (!fs->readonly) {
+		/* the mount is recovery's peer: it never waits for it (it holds SUPER) */
+		glue_recovery_thread(1);
+		if (fs->glue != NULL && (rc = lockres_lock_flags(fs, fs->super_lock, LKM_EX,
+		    LKF_RECOVERY)) != 0) {
+			snprintf(err, errlen, "superblock lock: %s", strerror(-rc));
+			goto fail;
+		}
+		rc = mount_rw(fs, o, err, errlen);
+		if (fs->glue != NULL)
+			lockres_unlock(fs, fs->super_lock, LKM_EX);
+		glue_recovery_thread(0);
+		if (rc == -1)
+			goto fail;
+	}
+	if (fs->glue != NULL && glue_reco_start(fs->glue) == -1) {
+		snprintf(err, errlen, "cannot start the recovery thread");
 		goto fail;
+	}
 	log_info("%s: OCFS2 volume %s \"%s\", %u-byte blocks, %u-byte clusters, %u slots%s%s, %s",
 	    device, fs->vol.uuid, fs->vol.label, fs->vol.block_bytes, fs->vol.cluster_bytes,
 	    fs->vol.max_slots, fs->vol.cluster_stack[0] ? ", cluster stack " : "",
@@ -350,6 +443,22 @@ stop_commit_thread(struct fsd *fs)
 	pthread_mutex_destroy(&fs->commit_mtx);
 }
 
+/* Free our slot, under SUPER EX with a cluster; then our journal lock goes. */
+static int
+release_slot(struct fsd *fs)
+{
+	int slot = fs->slot, rc;
+
+	if (fs->glue == NULL)
+		return slot_release(fs);
+	if ((rc = lockres_lock_flags(fs, fs->super_lock, LKM_EX, LKF_RECOVERY)) != 0)
+		return rc;
+	rc = slot_release(fs);
+	lockres_unlock(fs, fs->super_lock, LKM_EX);
+	lockres_unlock(fs, fs->slots[slot].journal_lock, LKM_EX);
+	return rc;
+}
+
 void
 super_unmount(struct fsd *fs)
 {
@@ -369,7 +478,7 @@ super_unmount(struct fsd *fs)
 			log_warnx("unmount: journal: %s; it stays dirty", strerror(-rc));
 		else if ((rc = journal_set_dirty(fs, fs->slots[fs->slot].journal, 0, 0)) != 0)
 			log_warnx("unmount: clearing the journal's dirty flag: %s", strerror(-rc));
-		else if ((rc = slot_release(fs)) != 0)
+		else if ((rc = release_slot(fs)) != 0)
 			log_warnx("unmount: releasing slot %d: %s", fs->slot, strerror(-rc));
 	}
 	super_abandon(fs);
@@ -379,9 +488,14 @@ void
 super_abandon(struct fsd *fs)
 {
 	stop_commit_thread(fs);
+	/* dlmd drops whatever we still hold when we leave (or vanish) */
+	glue_stop(fs);
+	stack_detach(fs->stack);
+	fs->stack = NULL;
 	journal_close(fs->journal);
 	fs->journal = NULL;
 	itable_destroy(fs);
+	lockres_free_all(fs);
 	cache_destroy(&fs->cache);
 	free(fs->slots);
 	fs->slots = NULL;

@@ -41,10 +41,10 @@ for kind in local clustered; do
 	check "reads work" ls -la "$MNT/lost+found"
 	mkdir -p "$D/m2"
 	expect_error "a second fsd for node 0 is refused" "node 0 already has this volume mounted" \
-	    "$FSD" "$IMG" "$D/m2"
+	    "$FSD" -o nocluster "$IMG" "$D/m2"
 	if [[ $kind == clustered ]]; then
 		expect_error "node 1 beside a live node 0 is refused" "slot 0 is in use by node 0" \
-		    "$FSD" -o node=1 "$IMG" "$D/m2"
+		    "$FSD" -o nocluster,node=1 "$IMG" "$D/m2"
 	fi
 	run_check "clean unmount" fsd_umount "$MNT"
 	check_eq "slot freed" "" "$(slotmap "$IMG")"
@@ -60,10 +60,10 @@ for kind in local clustered; do
 	check_eq "slot still taken after the crash" "0:0" "$(slotmap "$IMG")"
 	check_eq "journal still dirty" "Dirty" "$(jflags "$IMG")"
 	expect_error "read-only mount refuses the dirty journal" "needs recovery" \
-	    "$FSD" -o ro "$IMG" "$D/m2"
+	    "$FSD" -o nocluster,ro "$IMG" "$D/m2"
 	if [[ $kind == clustered ]]; then
 		expect_error "another node refuses to share with the crashed one" \
-		    "slot 0 is in use by node 0" "$FSD" -o node=1 "$IMG" "$D/m2"
+		    "slot 0 is in use by node 0" "$FSD" -o nocluster,node=1 "$IMG" "$D/m2"
 	fi
 	run_check "read-write mount recovers" fsd_mount "$IMG" "$MNT"
 	check "it took its own slot back" grep -q "slot 0 was already ours" "$MNT.log"

@@ -1,0 +1,825 @@
+/*
+ * Cluster locks, cached as the kernel's dlmglue caches them.
+ *
+ * A lock resource keeps the level dlmd granted us after its last holder
+ * on this node is gone; only another node's request, arriving as a BAST,
+ * takes it down. The downconvert thread then waits until no holder here
+ * conflicts, writes home what the level protected (a journal checkpoint
+ * when giving up EX), forgets what this node cached under it when going
+ * to NL (blocks of its owner inode, a directory's name index, and the
+ * kernel's pages and attributes through FUSE notify-inval), and converts.
+ * A holder that needs a higher level than granted converts up and waits
+ * for the AST; the first holder after a grant from NL waits for any fs
+ * recovery of a dead node to finish, then reads afresh.
+ *
+ * Local mounts (and nocluster) have no glue: the holder counts alone
+ * serialise this node's users, the level is always EX.
+ *
+ * Threads: the dispatch thread reads dlmd's socket and runs the Ast/Bast
+ * callbacks; the downconvert thread; the inval thread (notify-inval may
+ * wait for pages that a reader locked while it waits for one of our
+ * locks, so it never runs where a lock waits for it).
+ * One mutex (glue->mtx) covers every lock resource's state; dlmc calls go
+ * under glue->cmtx, never while holding glue->mtx waiting for anything.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ocfs2-kernel/ocfs2_lockid.h>
+
+#include "log.h"
+#include "o2dlm.h"
+#include "util.h"
+
+#include "ops.h"
+#include "glue.h"
+
+_Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
+
+#define LR_HASH		4096
+
+#define LR_BUSY		0x01	/* a request to dlmd is in flight */
+#define LR_BLOCKED	0x02	/* another node waits for us to come down */
+#define LR_QUEUED	0x04	/* on the downconvert queue */
+#define LR_REFRESH	0x08	/* granted from NL: cached state is stale */
+#define LR_REFRESHING	0x10
+#define LR_CANCEL	0x20	/* our in-flight upconvert is being cancelled */
+
+/* Local holder state when there is no cluster: one mutex for all. */
+static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
+
+static enum ocfs2_lock_type
+ocfs2_type(enum fsd_lock_type t)
+{
+	switch (t) {
+	case FSD_LOCK_META:		return OCFS2_LOCK_TYPE_META;
+	case FSD_LOCK_RW:		return OCFS2_LOCK_TYPE_RW;
+	case FSD_LOCK_OPEN:		return OCFS2_LOCK_TYPE_OPEN;
+	case FSD_LOCK_SUPER:		return OCFS2_LOCK_TYPE_SUPER;
+	case FSD_LOCK_RENAME:		return OCFS2_LOCK_TYPE_RENAME;
+	case FSD_LOCK_ORPHAN_SCAN:	return OCFS2_LOCK_TYPE_ORPHAN_SCAN;
+	case FSD_LOCK_FLOCK:		return OCFS2_LOCK_TYPE_FLOCK;
+	}
+	return OCFS2_LOCK_TYPE_META;
+}
+
+void
+lockres_name(char *out, size_t outlen, enum fsd_lock_type type, uint64_t blkno,
+    uint32_t generation)
+{
+	/* dlmglue's ocfs2_build_lock_name: %c%s%016llx%08x */
+	snprintf(out, outlen, "%c%s%016" PRIx64 "%08x",
+	    ocfs2_lock_type_char(ocfs2_type(type)), OCFS2_LOCK_ID_PAD, blkno, generation);
+}
+
+static pthread_mutex_t *
+state_mtx(struct fsd *fs)
+{
+	return fs->glue != NULL ? &fs->glue->mtx : &local_mtx;
+}
+
+/* The highest level compatible with another node's request for `wanted`. */
+static int
+compat_level(int wanted)
+{
+	return wanted == LKM_EX ? LKM_NL : wanted == LKM_PR ? LKM_PR : LKM_EX;
+}
+
+static int
+holders_conflict(const struct fsd_lockres *lr, int level)
+{
+	return level == LKM_EX ? lr->ro + lr->ex > 0 : lr->ex > 0;
+}
+
+struct fsd_lockres *
+lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
+    uint64_t owner)
+{
+	struct fsd_lockres *lr, **table;
+	pthread_mutex_t *m = state_mtx(fs);
+	char name[FSD_LOCK_NAME_LEN];
+	unsigned h;
+
+	lockres_name(name, sizeof(name), type, blkno, generation);
+	h = (unsigned)(((blkno * 0x9E3779B97F4A7C15ULL) >> 40) ^ (uint64_t)type) & (LR_HASH - 1);
+	pthread_mutex_lock(m);
+	if (fs->lockres_hash == NULL)
+		fs->lockres_hash = xcalloc(LR_HASH, sizeof(*fs->lockres_hash));
+	table = fs->lockres_hash;
+	for (lr = table[h]; lr != NULL; lr = lr->hnext)
+		if (strcmp(lr->name, name) == 0)
+			break;
+	if (lr == NULL) {
+		lr = xcalloc(1, sizeof(*lr));
+		memcpy(lr->name, name, sizeof(name));
+		lr->type = type;
+		lr->owner = owner;
+		lr->glue = fs->glue;
+		lr->level = fs->glue != NULL ? -1 : LKM_EX;
+		pthread_cond_init(&lr->cv, NULL);
+		lr->hnext = table[h];
+		table[h] = lr;
+	}
+	lr->refs++;
+	pthread_mutex_unlock(m);
+	return lr;
+}
+
+/*
+ * Unreferenced resources stay in the table: with a cluster their level
+ * is cached in dlmd; they are freed at unmount (lockres_free_all).
+ */
+void
+lockres_put(struct fsd *fs, struct fsd_lockres *lr)
+{
+	pthread_mutex_t *m = state_mtx(fs);
+
+	if (lr == NULL)
+		return;
+	pthread_mutex_lock(m);
+	lr->refs--;
+	pthread_mutex_unlock(m);
+}
+
+void
+lockres_free_all(struct fsd *fs)
+{
+	struct fsd_lockres *lr, *n;
+	unsigned h;
+
+	if (fs->lockres_hash == NULL)
+		return;
+	for (h = 0; h < LR_HASH; h++)
+		for (lr = fs->lockres_hash[h]; lr != NULL; lr = n) {
+			n = lr->hnext;
+			pthread_cond_destroy(&lr->cv);
+			free(lr);
+		}
+	free(fs->lockres_hash);
+	fs->lockres_hash = NULL;
+}
+
+struct fsd_lockres *
+sysinode_lockres(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_buf *b;
+	uint32_t gen = 0;
+
+	/* a system inode's generation never changes: no lock needed to read it */
+	if (block_read(fs, blkno, BLK_INODE, &b) == 0) {
+		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+		block_put(fs, b);
+	}
+	return lockres_get(fs, FSD_LOCK_META, blkno, gen, blkno);
+}
+
+/* ocfs2_pack_timespec: seconds in the high 34 bits, nanoseconds below. */
+static uint64_t
+pack_time(uint64_t sec, uint32_t nsec)
+{
+	if (sec > (1ULL << 34) - 1)
+		sec = (1ULL << 34) - 1;
+	return sec << 30 | (nsec & ((1u << 30) - 1));
+}
+
+void
+glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb)
+{
+	uint8_t *p = lvb;
+	uint16_t v16;
+	uint32_t v32;
+	uint64_t v64;
+
+#define PUT(off, bits, val) do { v##bits = htobe##bits(val); memcpy(p + (off), &v##bits, sizeof(v##bits)); } while (0)
+	memset(lvb, 0, 64);
+	lvb[0] = 5;	/* OCFS2_LVB_VERSION */
+	PUT(2, 16, LE16(di->i_dyn_features));
+	PUT(4, 32, LE32(di->i_clusters));
+	PUT(8, 32, LE32(di->i_uid));
+	PUT(12, 32, LE32(di->i_gid));
+	PUT(16, 64, pack_time(LE64(di->i_atime), LE32(di->i_atime_nsec)));
+	PUT(24, 64, pack_time(LE64(di->i_ctime), LE32(di->i_ctime_nsec)));
+	PUT(32, 64, pack_time(LE64(di->i_mtime), LE32(di->i_mtime_nsec)));
+	PUT(40, 64, LE64(di->i_size));
+	PUT(48, 16, LE16(di->i_mode));
+	PUT(50, 16, LE16(di->i_links_count));
+	PUT(52, 32, LE32(di->i_attr));
+	PUT(56, 32, LE32(di->i_generation));
+#undef PUT
+}
+
+/* ---- requests to dlmd ------------------------------------------------- */
+
+static void
+request_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
+{
+	struct fsd_lockres *lr = arg;
+	struct fsd_glue *g = lr->glue;
+
+	(void)dc;
+	pthread_mutex_lock(&g->mtx);
+	if (status != 0) {
+		/* refused outright: no Ast will come */
+		lr->status = status;
+		lr->flags &= ~(LR_BUSY | LR_CANCEL);
+		pthread_cond_broadcast(&lr->cv);
+	} else if (lr->level < 0)
+		lr->lockid = lockid;
+	pthread_mutex_unlock(&g->mtx);
+}
+
+/* Send a lock or convert request for lr; glue->mtx NOT held. */
+static void
+send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached,
+    uint64_t lockid, uint32_t flags, const uint8_t *lvb)
+{
+	struct dlmc_lock_args a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.domain = g->domain;
+	a.name = lr->name;
+	a.namelen = FSD_LOCK_NAME_LEN - 1;
+	a.mode = level;
+	a.flags = flags | (attached ? DLMC_F_CONVERT : 0) |
+	    (lr->type == FSD_LOCK_META ? DLMC_F_VALBLK : 0);
+	a.lockid = lockid;
+	a.lvb = lvb;
+	a.user = (uint64_t)(uintptr_t)lr;
+	log_debug("lock %s: request %d%s%s", lr->name, level, attached ? " convert" : "",
+	    (flags & DLMC_F_NOQUEUE) ? " noqueue" : "");
+	pthread_mutex_lock(&g->cmtx);
+	rc = dlmc_lock_send(g->dc, &a, request_reply, lr);
+	pthread_mutex_unlock(&g->cmtx);
+	if (rc == -1)
+		request_reply(g->dc, errno ? errno : EIO, 0, lr);
+}
+
+static void
+queue_downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	if (lr->flags & LR_QUEUED)
+		return;
+	lr->flags |= LR_QUEUED;
+	lr->dcnext = NULL;
+	if (g->dc_tail != NULL)
+		g->dc_tail->dcnext = lr;
+	else
+		g->dc_head = lr;
+	g->dc_tail = lr;
+	pthread_cond_signal(&g->dc_cv);
+}
+
+/* ---- holders ---------------------------------------------------------- */
+
+/* Forget what this node cached under lr: it may have changed elsewhere. */
+static void
+refresh(struct fsd *fs, struct fsd_lockres *lr)
+{
+	if (lr->owner == 0)
+		return;
+	block_forget_owner(fs, lr->owner);
+	dir_index_drop(fs, lr->owner);
+}
+
+/*
+ * The handle this thread has open. An EX lock released inside a handle
+ * is kept until the handle ends: its blocks are in the transaction, and
+ * a downconvert must not checkpoint them half-changed.
+ */
+static __thread struct fsd_handle *cur_handle;
+
+void
+glue_handle_begin(struct fsd_handle *h)
+{
+	h->nlocks = 0;
+	cur_handle = h;
+}
+
+void
+glue_handle_end(struct fsd_handle *h)
+{
+	unsigned i;
+
+	cur_handle = NULL;
+	for (i = 0; i < h->nlocks; i++)
+		lockres_unlock(h->fs, h->locks[i], LKM_EX);
+	h->nlocks = 0;
+}
+
+/*
+ * Does the open handle keep an EX hold of lr? For an EX request it
+ * hands that hold back to the caller (whose unlock returns it).
+ */
+static int
+handle_take(struct fsd_lockres *lr, int level)
+{
+	struct fsd_handle *h = cur_handle;
+	unsigned i;
+
+	if (h == NULL)
+		return 0;
+	for (i = 0; i < h->nlocks; i++)
+		if (h->locks[i] == lr) {
+			if (level == LKM_EX)
+				h->locks[i] = h->locks[--h->nlocks];
+			return 1;
+		}
+	return 0;
+}
+
+int
+handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < h->nlocks; i++)
+		if (h->locks[i] == lr)
+			return 0;
+	if (h->nlocks == nitems(h->locks)) {
+		log_warnx("a transaction needs more than %zu allocator locks", nitems(h->locks));
+		return -ENOLCK;
+	}
+	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
+		return rc;
+	h->locks[h->nlocks++] = lr;
+	return 0;
+}
+
+int
+handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
+{
+	struct fsd_lockres *lr = sysinode_lockres(h->fs, blkno);
+	int rc;
+
+	rc = handle_lock(h, lr);
+	lockres_put(h->fs, lr);		/* the table keeps it */
+	return rc;
+}
+
+int
+lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf)
+{
+	struct fsd_glue *g = fs->glue;
+	pthread_mutex_t *m = state_mtx(fs);
+	int attached, rc;
+	uint64_t lockid;
+
+	pthread_mutex_lock(m);
+	if (handle_take(lr, level)) {
+		/* this thread holds it EX already: a reader under it needs no wait */
+		if (level == LKM_PR)
+			lr->ro++;
+		pthread_mutex_unlock(m);
+		return 0;
+	}
+	for (;;) {
+		/* another node waits: let it have its turn first */
+		if ((lr->flags & LR_BLOCKED) && level > compat_level(lr->blocking)) {
+			if (lkf & LKF_TRY) {
+				pthread_mutex_unlock(m);
+				return -EAGAIN;
+			}
+			pthread_cond_wait(&lr->cv, m);
+			continue;
+		}
+		if (holders_conflict(lr, level)) {
+			if (lkf & LKF_TRY) {
+				pthread_mutex_unlock(m);
+				return -EAGAIN;
+			}
+			pthread_cond_wait(&lr->cv, m);
+			continue;
+		}
+		if (lr->level >= level && !(lr->flags & LR_REFRESHING))
+			break;
+		if (lr->flags & (LR_BUSY | LR_REFRESHING)) {
+			pthread_cond_wait(&lr->cv, m);
+			continue;
+		}
+		if (g == NULL || g->dead_conn) {
+			pthread_mutex_unlock(m);
+			return -EIO;
+		}
+		attached = lr->level >= 0;
+		lockid = lr->lockid;
+		lr->flags |= LR_BUSY;
+		lr->status = 0;
+		pthread_mutex_unlock(m);
+		send_request(g, lr, level, attached, lockid,
+		    (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL);
+		pthread_mutex_lock(m);
+		while (lr->flags & LR_BUSY)
+			pthread_cond_wait(&lr->cv, m);
+		if (lr->status == ECANCELED)
+			continue;	/* gave way to another node; ask again */
+		if (lr->status != 0) {
+			rc = lr->status;
+			if (rc != EAGAIN)
+				log_warnx("lock %s: dlmd refused %s: %s", lr->name,
+				    level == LKM_EX ? "EX" : "PR", strerror(rc));
+			pthread_mutex_unlock(m);
+			return rc == EAGAIN ? -EAGAIN : -EIO;
+		}
+	}
+	if (level == LKM_EX)
+		lr->ex++;
+	else
+		lr->ro++;
+	if (lr->flags & LR_REFRESH) {
+		lr->flags = (lr->flags & ~LR_REFRESH) | LR_REFRESHING;
+		pthread_mutex_unlock(m);
+		/* a lock a dead node held: read only after its journal is replayed */
+		if (!(lkf & LKF_RECOVERY))
+			glue_wait_recovery(fs);
+		refresh(fs, lr);
+		pthread_mutex_lock(m);
+		lr->flags &= ~LR_REFRESHING;
+		pthread_cond_broadcast(&lr->cv);
+	}
+	pthread_mutex_unlock(m);
+	return 0;
+}
+
+int
+lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level)
+{
+	return lockres_lock_flags(fs, lr, level, 0);
+}
+
+void
+lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
+{
+	pthread_mutex_t *m = state_mtx(fs);
+
+	pthread_mutex_lock(m);
+	if (level == LKM_EX && cur_handle != NULL && cur_handle->fs == fs &&
+	    cur_handle->nlocks < nitems(cur_handle->locks)) {
+		cur_handle->locks[cur_handle->nlocks++] = lr;
+		pthread_mutex_unlock(m);
+		return;
+	}
+	if (level == LKM_EX)
+		lr->ex--;
+	else
+		lr->ro--;
+	if (fs->glue != NULL && (lr->flags & LR_BLOCKED) &&
+	    !holders_conflict(lr, lr->blocking))
+		queue_downconvert(fs->glue, lr);
+	if (fs->glue != NULL && lr->nocache && lr->ro + lr->ex == 0 && lr->level > LKM_NL &&
+	    !(lr->flags & (LR_BUSY | LR_BLOCKED))) {
+		uint64_t lockid = lr->lockid;
+
+		/* not cached: others test it with trylocks, which send no BAST */
+		lr->flags |= LR_BUSY;
+		lr->status = 0;
+		pthread_mutex_unlock(m);
+		send_request(fs->glue, lr, LKM_NL, 1, lockid, 0, NULL);
+		pthread_mutex_lock(m);
+		while (lr->flags & LR_BUSY)
+			pthread_cond_wait(&lr->cv, m);
+	}
+	pthread_cond_broadcast(&lr->cv);
+	pthread_mutex_unlock(m);
+}
+
+/* ---- events from dlmd ------------------------------------------------- */
+
+static void
+on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
+{
+	struct fsd_glue *g = arg;
+	struct fsd_lockres *lr = (struct fsd_lockres *)(uintptr_t)ast->user;
+
+	(void)dc;
+	pthread_mutex_lock(&g->mtx);
+	log_debug("lock %s: ast status %d mode %d (was %d, flags %#x)", lr->name, ast->status,
+	    ast->mode, lr->level, lr->flags);
+	lr->status = ast->status;
+	if (ast->status == 0) {
+		if (lr->level <= LKM_NL && ast->mode >= LKM_PR)
+			lr->flags |= LR_REFRESH;
+		lr->level = ast->mode;
+		lr->lockid = ast->lockid;
+		if (ast->has_lvb) {
+			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
+			lr->lvb_valid = ast->lvb_valid;
+		}
+	} else if (lr->level < 0 && ast->status != ECANCELED)
+		lr->lockid = 0;		/* a refused new lock is gone */
+	lr->flags &= ~(LR_BUSY | LR_CANCEL);
+	if ((lr->flags & LR_BLOCKED) && !holders_conflict(lr, lr->blocking))
+		queue_downconvert(g, lr);
+	pthread_cond_broadcast(&lr->cv);
+	pthread_mutex_unlock(&g->mtx);
+}
+
+static void
+on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
+{
+	struct fsd_glue *g = arg;
+	struct fsd_lockres *lr = (struct fsd_lockres *)(uintptr_t)b->user;
+
+	(void)dc;
+	pthread_mutex_lock(&g->mtx);
+	log_debug("lock %s: bast %d (level %d, flags %#x, holders %u/%u)", lr->name, b->blocked,
+	    lr->level, lr->flags, lr->ro, lr->ex);
+	if (b->blocked > lr->blocking)
+		lr->blocking = b->blocked;
+	lr->flags |= LR_BLOCKED;
+	queue_downconvert(g, lr);
+	pthread_mutex_unlock(&g->mtx);
+}
+
+static void
+on_domain_event(struct dlmc *dc, const struct dlmc_domain_event *ev, void *arg)
+{
+	struct fsd_glue *g = arg;
+
+	(void)dc;
+	if (ev->kind == DLMC_NODE_DOWN && ev->node < DLMC_MAX_NODES) {
+		log_warnx("node %u died: its slot will be recovered", ev->node);
+		glue_node_down(g, ev->node);
+	}
+}
+
+static void *
+dispatch_loop(void *arg)
+{
+	struct fsd_glue *g = arg;
+	struct pollfd pfd;
+	int n;
+
+	pfd.fd = dlmc_fd(g->dc);
+	pfd.events = POLLIN;
+	for (;;) {
+		pthread_mutex_lock(&g->cmtx);
+		n = dlmc_dispatch(g->dc);
+		pthread_mutex_unlock(&g->cmtx);
+		if (n == -1)
+			break;
+		if (g->stopping)
+			return NULL;
+		if (poll(&pfd, 1, 200) == -1 && errno != EINTR)
+			break;
+	}
+	if (!g->stopping) {
+		/*
+		 * Without dlmd our cached locks mean nothing: other nodes
+		 * will recover us. Stop writing at once, as a fenced node.
+		 */
+		log_warnx("lost the connection to dlmd: stopping all disk I/O");
+		pthread_mutex_lock(&g->mtx);
+		g->dead_conn = 1;
+		pthread_mutex_unlock(&g->mtx);
+		glue_fence(g->fs);
+	}
+	return NULL;
+}
+
+/* ---- downconvert ------------------------------------------------------- */
+
+static void
+queue_inval(struct fsd_glue *g, uint64_t blkno)
+{
+	struct inval *iv = xmalloc(sizeof(*iv));
+
+	iv->blkno = blkno;
+	pthread_mutex_lock(&g->iv_mtx);
+	iv->next = g->iv_head;
+	g->iv_head = iv;
+	pthread_cond_signal(&g->iv_cv);
+	pthread_mutex_unlock(&g->iv_mtx);
+}
+
+static void *
+inval_loop(void *arg)
+{
+	struct fsd_glue *g = arg;
+	struct fsd *fs = g->fs;
+	struct inval *iv;
+
+	pthread_mutex_lock(&g->iv_mtx);
+	for (;;) {
+		while (g->iv_head == NULL && !g->stopping)
+			pthread_cond_wait(&g->iv_cv, &g->iv_mtx);
+		if (g->iv_head == NULL)
+			break;
+		iv = g->iv_head;
+		g->iv_head = iv->next;
+		pthread_mutex_unlock(&g->iv_mtx);
+		if (fs->se != NULL)
+			fuse_lowlevel_notify_inval_inode(fs->se, fsd_blkno_to_ino(fs, iv->blkno), 0, 0);
+		free(iv);
+		pthread_mutex_lock(&g->iv_mtx);
+	}
+	pthread_mutex_unlock(&g->iv_mtx);
+	return NULL;
+}
+
+/* Fill a META lock's value block from the inode we are giving up (dlmglue's). */
+static void
+stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
+{
+	struct fsd_buf *b;
+
+	memset(lvb, 0, DLMC_LVB_LEN);
+	if (lr->owner == 0 || block_read(fs, lr->owner, BLK_INODE, &b) != 0)
+		return;
+	glue_pack_lvb((const struct ocfs2_dinode *)b->data, lvb);
+	block_put(fs, b);
+}
+
+/*
+ * A refused cancel either lost the race with the grant (whose Ast then
+ * queues the downconvert) or overtook the request it meant to cancel,
+ * which dlmd had not seen yet: then it is tried again.
+ */
+static void
+cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
+{
+	struct fsd_lockres *lr = arg;
+	struct fsd_glue *g = lr->glue;
+
+	(void)dc;
+	(void)lockid;
+	if (status == 0)
+		return;
+	log_debug("lock %s: cancel refused: %s", lr->name, strerror(status));
+	pthread_mutex_lock(&g->mtx);
+	if (lr->flags & LR_CANCEL) {
+		lr->flags &= ~LR_CANCEL;
+		if (lr->flags & LR_BLOCKED)
+			queue_downconvert(g, lr);
+	}
+	pthread_mutex_unlock(&g->mtx);
+}
+
+/* One pass over lr. glue->mtx held. */
+static void
+downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	struct fsd *fs = g->fs;
+	uint8_t lvb[DLMC_LVB_LEN];
+	int target, from;
+	uint64_t lockid;
+
+	if (!(lr->flags & LR_BLOCKED))
+		return;
+	target = compat_level(lr->blocking);
+	if (lr->flags & LR_BUSY) {
+		/* our own upconvert would wait for the other node forever: withdraw it */
+		if (!(lr->flags & LR_CANCEL) && lr->level >= 0) {
+			log_debug("lock %s: cancelling our request", lr->name);
+			lr->flags |= LR_CANCEL;
+			lockid = lr->lockid;
+			pthread_mutex_unlock(&g->mtx);
+			pthread_mutex_lock(&g->cmtx);
+			if (dlmc_unlock_send(g->dc, g->domain, lockid, DLMC_F_CANCEL, NULL,
+			    cancel_reply, lr) == -1)
+				log_warnx("lock %s: cancel: %s", lr->name, strerror(errno));
+			pthread_mutex_unlock(&g->cmtx);
+			pthread_mutex_lock(&g->mtx);
+		}
+		return;		/* the Ast queues it again */
+	}
+	if (lr->level <= target) {
+		lr->flags &= ~LR_BLOCKED;
+		lr->blocking = 0;
+		pthread_cond_broadcast(&lr->cv);
+		return;
+	}
+	if (holders_conflict(lr, lr->blocking))
+		return;		/* the last conflicting unlock queues it again */
+	from = lr->level;
+	lr->flags |= LR_BUSY;
+	lr->status = 0;
+	lockid = lr->lockid;
+	pthread_mutex_unlock(&g->mtx);
+	if (from == LKM_EX) {
+		/* what we changed under EX must be home before anyone else reads it */
+		if (journal_checkpoint(fs) != 0)
+			log_warnx("lock %s: checkpoint before giving it up failed", lr->name);
+		if (lr->type == FSD_LOCK_META)
+			stuff_lvb(fs, lr, lvb);
+	}
+	if (target == LKM_NL) {
+		refresh(fs, lr);
+		if (lr->type == FSD_LOCK_META && lr->owner != 0)
+			queue_inval(g, lr->owner);
+	}
+	send_request(g, lr, target, 1, lockid, 0,
+	    from == LKM_EX && lr->type == FSD_LOCK_META ? lvb : NULL);
+	pthread_mutex_lock(&g->mtx);
+	while (lr->flags & LR_BUSY)
+		pthread_cond_wait(&lr->cv, &g->mtx);
+	if (lr->status != 0)
+		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
+		    strerror(lr->status));
+	/* a BAST for a higher level may have come meanwhile: it stays queued */
+	if (lr->level <= compat_level(lr->blocking)) {
+		lr->flags &= ~LR_BLOCKED;
+		lr->blocking = 0;
+	}
+	pthread_cond_broadcast(&lr->cv);
+}
+
+static void *
+downconvert_loop(void *arg)
+{
+	struct fsd_glue *g = arg;
+	struct fsd_lockres *lr;
+
+	pthread_mutex_lock(&g->mtx);
+	for (;;) {
+		while (g->dc_head == NULL && !g->stopping)
+			pthread_cond_wait(&g->dc_cv, &g->mtx);
+		if (g->dc_head == NULL)
+			break;
+		lr = g->dc_head;
+		g->dc_head = lr->dcnext;
+		if (g->dc_head == NULL)
+			g->dc_tail = NULL;
+		lr->flags &= ~LR_QUEUED;
+		downconvert(g, lr);
+	}
+	pthread_mutex_unlock(&g->mtx);
+	return NULL;
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+int
+glue_start(struct fsd *fs, const char *rundir, const char *domain, char *err, size_t errlen)
+{
+	static const struct dlmc_callbacks cb = { on_ast, on_bast, on_domain_event };
+	struct dlmc_domain_info info;
+	struct fsd_glue *g;
+
+	g = xcalloc(1, sizeof(*g));
+	g->fs = fs;
+	snprintf(g->domain, sizeof(g->domain), "%s", domain);
+	pthread_mutex_init(&g->mtx, NULL);
+	pthread_mutex_init(&g->cmtx, NULL);
+	pthread_cond_init(&g->dc_cv, NULL);
+	pthread_cond_init(&g->reco_cv, NULL);
+	pthread_mutex_init(&g->iv_mtx, NULL);
+	pthread_cond_init(&g->iv_cv, NULL);
+	if ((g->dc = dlmc_open(rundir, &cb, g)) == NULL) {
+		snprintf(err, errlen, "cannot reach dlmd in %s: %s", rundir, strerror(errno));
+		free(g);
+		return -1;
+	}
+	if (dlmc_join(g->dc, domain, &info) == -1) {
+		snprintf(err, errlen, "joining lock domain %s: %s", domain,
+		    errno == ECONNRESET ? "dlmd went away" : dlmc_error(g->dc));
+		dlmc_close(g->dc);
+		free(g);
+		return -1;
+	}
+	log_info("joined lock domain %s (%zu members)", domain, info.nmembers);
+	fs->glue = g;
+	if (pthread_create(&g->dispatch_thread, NULL, dispatch_loop, g) != 0 ||
+	    pthread_create(&g->dc_thread, NULL, downconvert_loop, g) != 0 ||
+	    pthread_create(&g->iv_thread, NULL, inval_loop, g) != 0)
+		fatalx("cannot start the lock threads");
+	return 0;
+}
+
+void
+glue_stop(struct fsd *fs)
+{
+	struct fsd_glue *g = fs->glue;
+	struct inval *iv;
+
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->mtx);
+	g->stopping = 1;
+	pthread_cond_broadcast(&g->dc_cv);
+	pthread_cond_broadcast(&g->reco_cv);
+	pthread_mutex_unlock(&g->mtx);
+	pthread_mutex_lock(&g->iv_mtx);
+	pthread_cond_broadcast(&g->iv_cv);
+	pthread_mutex_unlock(&g->iv_mtx);
+	pthread_join(g->dc_thread, NULL);
+	pthread_join(g->iv_thread, NULL);
+	pthread_join(g->dispatch_thread, NULL);
+	glue_reco_stop(g);
+	/* leaving the domain migrates what we master; closing drops our locks */
+	if (!g->dead_conn && dlmc_leave(g->dc, g->domain) == -1)
+		log_warnx("leaving lock domain %s: %s", g->domain, strerror(errno));
+	dlmc_close(g->dc);
+	while ((iv = g->iv_head) != NULL) {
+		g->iv_head = iv->next;
+		free(iv);
+	}
+	fs->glue = NULL;
+	free(g);
+}

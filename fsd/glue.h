@@ -1,0 +1,73 @@
+/*
+ * fsd's side of the cluster stack: the dlmd connection and its threads
+ * (dlmglue.c), node death (reco.c) and the attachment to nmd, hbd and
+ * netd made at mount (stack.c).
+ */
+#ifndef FSD_GLUE_H
+#define FSD_GLUE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define GLUE_MAX_NODES	255
+
+struct dlmc;
+struct fsd;
+
+struct inval {
+	uint64_t	 blkno;
+	struct inval	*next;
+};
+
+struct fsd_glue {
+	struct fsd	*fs;
+	char		 domain[40];		/* the volume UUID, as o2cb names it */
+	struct dlmc	*dc;
+	pthread_mutex_t	 cmtx;			/* the dlmc handle */
+	pthread_mutex_t	 mtx;			/* every lockres' state, the queues */
+	pthread_t	 dispatch_thread, dc_thread, iv_thread, reco_thread;
+	struct fsd_lockres *dc_head, *dc_tail;	/* downconvert queue */
+	pthread_cond_t	 dc_cv;
+	pthread_mutex_t	 iv_mtx;		/* inval queue */
+	pthread_cond_t	 iv_cv;
+	struct inval	*iv_head;
+	/* nodes whose slot waits for recovery (reco.c), under mtx */
+	uint8_t		 dead[GLUE_MAX_NODES];
+	unsigned	 ndead;
+	int		 reco_running;
+	pthread_cond_t	 reco_cv;
+	int		 stopping;
+	int		 dead_conn;		/* dlmd is gone */
+};
+
+/* dlmglue.c */
+int	 glue_start(struct fsd *fs, const char *rundir, const char *domain, char *err,
+	    size_t errlen);
+/* Leave the domain (after unmount work), stop the threads. */
+void	 glue_stop(struct fsd *fs);
+
+/* reco.c */
+void	 glue_node_down(struct fsd_glue *g, unsigned node);
+/* Wait until no dead node's slot waits for recovery. */
+void	 glue_wait_recovery(struct fsd *fs);
+int	 glue_reco_start(struct fsd_glue *g);
+void	 glue_reco_stop(struct fsd_glue *g);
+/* Lost dlmd: this node may no longer touch the disk. Does not return. */
+void	 glue_fence(struct fsd *fs) __attribute__((__noreturn__));
+
+/* stack.c */
+struct fsd_stack;
+struct fsd_stack_info {
+	unsigned	 node;			/* our node number */
+};
+/*
+ * Before a cluster mount: check the volume's cluster against the running
+ * one, start its heartbeat region (held while the returned handle lives),
+ * wait until it is steady and every heartbeating node is linked, and
+ * register as one of this node's disk writers (fencing kills us).
+ */
+struct fsd_stack *stack_attach(struct fsd *fs, const char *rundir, struct fsd_stack_info *si,
+	    char *err, size_t errlen);
+void	 stack_detach(struct fsd_stack *st);
+
+#endif

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# One volume mounted by fsd on three nodes of the local cluster: what one
+# node does, the others see at once; concurrent appends, creates,
+# unlinks and renames lose nothing; a file unlinked while open elsewhere
+# lives until its last close, then its space comes back exactly once; a
+# node killed mid-work is recovered by the survivors with its fsync'ed
+# data intact. fsck.ocfs2 finds the volume clean at the end.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/netd_lib.inc"
+source "$(dirname "$0")/fsd_lib.inc"
+
+lc_setup
+cleanup() {
+	local k
+	bg_stop_all
+	if ((FAILED > 0)); then
+		for k in 1 2 3; do
+			echo "-- node$k: fsd warnings"
+			lc log "$k" fsd 2>/dev/null | grep -v ': info: ' | tail -n 20
+		done
+	fi
+	lc down >/dev/null 2>&1 || true
+	fsd_cleanup
+}
+trap cleanup EXIT
+
+M=()
+mnt() { M[$1]=$(lc mount "$1") || { echo "mount on node$1 failed:"; lc log "$1" fsd | tail -n 20; return 1; }; }
+free_clusters() { stat -f -c %a "${M[1]}"; }
+fsdlog() { lc log "$1" fsd; }
+
+echo "-- setup"
+if ! netd_up 3; then fail "localcluster up 3"; finish; exit 1; fi
+for k in 1 2 3; do run_check "node$k mounts the volume" mnt "$k"; done
+IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
+check "every node sees the others' heartbeat and links" wait_for 20 mesh_up 3
+check "three slots are taken" sh -c "debugfs.ocfs2 -R slotmap '$IMG' 2>/dev/null | grep -cE '^[[:space:]]+[0-9]+[[:space:]]+[0-9]+' | grep -qx 3"
+
+echo "-- what one node does, the others see at once"
+echo hello >"${M[1]}/a"
+check_eq "node2 reads what node1 wrote" hello "$(cat "${M[2]}/a")"
+echo world >>"${M[2]}/a"
+check_eq "node3 reads node2's append" "$(printf 'hello\nworld')" "$(cat "${M[3]}/a")"
+truncate -s 3 "${M[3]}/a"
+check_eq "node1 sees node3's truncate" hel "$(cat "${M[1]}/a")"
+chmod 640 "${M[1]}/a"
+check_eq "node2 sees node1's chmod" 640 "$(stat -c %a "${M[2]}/a")"
+mkdir "${M[2]}/d"
+mv "${M[1]}/a" "${M[1]}/d/b"
+check "node3 sees the rename" sh -c "test ! -e '${M[3]}/a' && test -f '${M[3]}/d/b'"
+rm "${M[3]}/d/b"
+check "node1 sees the unlink" test ! -e "${M[1]}/d/b"
+check "node2 sees the unlink" test ! -e "${M[2]}/d/b"
+touch -d @1000000000.5 "${M[2]}/t"
+check_eq "node1 sees node2's utimens" 1000000000 "$(stat -c %Y "${M[1]}/t")"
+python3 - "${M[1]}/mm" <<'EOF'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, 8192)
+m = mmap.mmap(fd, 8192)
+m[4096:4101] = b"mmap!"
+m.flush()
+m.close()
+os.close(fd)
+EOF
+check_eq "node2 reads node1's mmap write" "mmap!" "$(dd if="${M[2]}/mm" bs=1 skip=4096 count=5 status=none)"
+dd if=/dev/urandom of="$FSD_DIR/blk" bs=4096 count=4 status=none
+dd if="$FSD_DIR/blk" of="${M[2]}/direct" bs=4096 oflag=direct status=none
+check "node3 reads node2's O_DIRECT write with O_DIRECT" \
+    sh -c "dd if='${M[3]}/direct' bs=4096 iflag=direct status=none | cmp -s - '$FSD_DIR/blk'"
+check_eq "node3 reads node2's mmap view" "mmap!" "$(python3 -c "
+import mmap, sys
+f = open(sys.argv[1], 'rb'); m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+print(m[4096:4101].decode())" "${M[3]}/mm")"
+echo again >"${M[3]}/mm2"
+python3 -c "
+import mmap, sys
+f = open(sys.argv[1], 'r+b'); m = mmap.mmap(f.fileno(), 0)
+m[0:5] = b'AGAIN'; m.flush()" "${M[3]}/mm2"
+check_eq "node1 sees node3's mmap rewrite" AGAIN "$(head -c 5 "${M[1]}/mm2")"
+
+echo "-- three nodes append to one file with O_APPEND"
+: >"${M[1]}/log"
+for k in 1 2 3; do
+	python3 - "${M[$k]}/log" "$k" <<'EOF' &
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+for i in range(300):
+	os.write(fd, b"node%s record %04d ................................\n" % (sys.argv[2].encode(), i))
+os.close(fd)
+EOF
+	BG+=($!)
+done
+for p in "${BG[@]}"; do wait "$p"; done
+BG=()
+check_eq "900 records, none lost" 900 "$(wc -l <"${M[2]}/log")"
+check_eq "none torn" 900 "$(grep -cE '^node[123] record [0-9]{4} \.{32}$' "${M[3]}/log")"
+check_eq "every record once" 900 "$(sort -u "${M[1]}/log" | wc -l)"
+
+echo "-- creating and unlinking in one shared directory"
+mkdir "${M[1]}/shared"
+for k in 1 2 3; do
+	(for i in $(seq 1 400); do : >"${M[$k]}/shared/n$k-$i"; done
+	 for i in $(seq 1 400 | awk 'NR % 2'); do rm "${M[$k]}/shared/n$k-$i"; done) &
+	BG+=($!)
+done
+for p in "${BG[@]}"; do wait "$p"; done
+BG=()
+for k in 1 2 3; do
+	check_eq "node$k lists 600 entries" 600 "$(ls "${M[$k]}/shared" | wc -l)"
+done
+check_eq "no duplicate names" 600 "$(ls "${M[2]}/shared" | sort -u | wc -l)"
+
+echo "-- renaming across directories concurrently"
+mkdir "${M[1]}/ra" "${M[1]}/rb"
+for i in $(seq 1 300); do : >"${M[1]}/ra/f$i"; done
+for k in 1 2 3; do
+	(for i in $(seq "$k" 3 300); do mv "${M[$k]}/ra/f$i" "${M[$k]}/rb/f$i"; done) &
+	BG+=($!)
+done
+for p in "${BG[@]}"; do wait "$p"; done
+BG=()
+check_eq "ra is empty" 0 "$(ls "${M[2]}/ra" | wc -l)"
+check_eq "rb holds all 300, once each" 300 "$(ls "${M[3]}/rb" | sort -u | wc -l)"
+
+echo "-- unlinked on one node while open on another"
+sync
+before=$(free_clusters)
+dd if=/dev/zero of="${M[1]}/big" bs=1M count=16 status=none
+exec 7<>"${M[2]}/big"
+rm "${M[1]}/big"
+check "gone from node1's view" test ! -e "${M[1]}/big"
+check "node3 does not see it either" test ! -e "${M[3]}/big"
+check_eq "node2 still reads it" 16777216 "$(wc -c <&7)"
+check "node2 still writes it" sh -c "echo tail >&7"
+sleep 1
+check "its space is not freed while node2 has it open" test "$(free_clusters)" -lt "$((before - 4000))"
+exec 7>&-
+check "closing it on node2 frees its space" wait_for 10 sh -c "test \$(stat -f -c %a '${M[1]}') -ge $((before - 8))"
+check "its orphan is gone from every orphan dir" sh -c \
+    "! debugfs.ocfs2 -R 'ls -l //orphan_dir:0000' '$IMG' 2>/dev/null | grep -q '[0-9a-f]\{16\}' &&
+     ! debugfs.ocfs2 -R 'ls -l //orphan_dir:0001' '$IMG' 2>/dev/null | grep -q '[0-9a-f]\{16\}' &&
+     ! debugfs.ocfs2 -R 'ls -l //orphan_dir:0002' '$IMG' 2>/dev/null | grep -q '[0-9a-f]\{16\}'"
+
+echo "-- a node killed in the middle of metadata work"
+mkdir "${M[3]}/work"
+python3 - "${M[3]}/durable" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"fsync'ed before the crash\n" * 100)
+os.fsync(fd)
+os.close(fd)
+EOF
+(i=0; while :; do i=$((i + 1)); mkdir "${M[3]}/work/d$i" 2>/dev/null || break; : >"${M[3]}/work/d$i/f" 2>/dev/null || break; done) &
+BG+=($!)
+sleep 1
+lc kill 3 >/dev/null
+bg_stop_all
+t0=$(date +%s%N)
+check "node1 writes into the dead node's directory" wait_for 30 sh -c ": >'${M[1]}/work/after'"
+t1=$(date +%s%N)
+echo "  first write into the dead node's directory after $(((t1 - t0) / 1000000)) ms"
+check "a survivor recovered the dead node's slot" wait_for 10 sh -c "cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -q 'slot 2 recovered'"
+check_eq "node3's fsync'ed data survives" 2600 "$(wc -c <"${M[2]}/durable")"
+check "node2 lists the dead node's directories" ls "${M[2]}/work"
+check "node2 creates files after the recovery" sh -c "for i in 1 2 3 4 5; do : >'${M[2]}/work/n\$i' || exit 1; done"
+
+echo "-- the killed node comes back"
+lc umount 3 >/dev/null 2>&1
+lc start 3 >/dev/null
+run_check "node3 mounts again" mnt 3
+check "node3 sees what the others did meanwhile" test -e "${M[3]}/work/n5"
+
+echo "-- unmount everywhere; fsck"
+for k in 1 2 3; do check "node$k unmounts" lc umount "$k"; done
+check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
+finish
