@@ -235,12 +235,17 @@ fsd_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	(void)ino;
 	/* Like ocfs2_statfs: the global bitmap counts clusters, reported in blocks. */
-	if ((rc = block_read(fs, fs->global_bitmap, BLK_INODE, &b)) != 0)
+	if ((rc = lockres_lock(fs, fs->gb_lock, LKM_PR)) != 0)
 		return (void)fuse_reply_err(req, -rc);
+	if ((rc = block_read(fs, fs->global_bitmap, BLK_INODE, &b)) != 0) {
+		lockres_unlock(fs, fs->gb_lock, LKM_PR);
+		return (void)fuse_reply_err(req, -rc);
+	}
 	di = (const struct ocfs2_dinode *)b->data;
 	total = LE32(di->id1.bitmap1.i_total);
 	used = LE32(di->id1.bitmap1.i_used);
 	block_put(fs, b);
+	lockres_unlock(fs, fs->gb_lock, LKM_PR);
 	if (used > total)
 		used = total;
 	memset(&sv, 0, sizeof(sv));

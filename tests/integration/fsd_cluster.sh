@@ -163,7 +163,7 @@ echo "  first write into the dead node's directory after $(((t1 - t0) / 1000000)
 check "a survivor recovered the dead node's slot" wait_for 10 sh -c "cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -q 'slot 2 recovered'"
 check_eq "node3's fsync'ed data survives" 2600 "$(wc -c <"${M[2]}/durable")"
 check "node2 lists the dead node's directories" ls "${M[2]}/work"
-check "node2 creates files after the recovery" sh -c "for i in 1 2 3 4 5; do : >'${M[2]}/work/n\$i' || exit 1; done"
+check "node2 creates files after the recovery" sh -c "for i in 1 2 3 4 5; do : >\"${M[2]}/work/n\$i\" || exit 1; done"
 
 echo "-- the killed node comes back"
 lc umount 3 >/dev/null 2>&1
