@@ -146,6 +146,69 @@ lockres_put(struct fsd *fs, struct fsd_lockres *lr)
 	pthread_mutex_unlock(m);
 }
 
+/* A lock resource of its own, outside the table (one per flock()ing file). */
+struct fsd_lockres *
+lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation)
+{
+	struct fsd_lockres *lr = xcalloc(1, sizeof(*lr));
+
+	lockres_name(lr->name, sizeof(lr->name), type, blkno, generation);
+	lr->type = type;
+	lr->glue = fs->glue;
+	lr->level = fs->glue != NULL ? -1 : LKM_EX;
+	lr->nocache = 1;
+	lr->private = 1;
+	lr->refs = 1;
+	pthread_cond_init(&lr->cv, NULL);
+	return lr;
+}
+
+static void
+unlock_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
+{
+	struct fsd_lockres *lr = arg;
+
+	(void)dc;
+	(void)lockid;
+	pthread_mutex_lock(&lr->glue->mtx);
+	lr->status = status;
+	lr->flags &= ~LR_BUSY;
+	pthread_cond_broadcast(&lr->cv);
+	pthread_mutex_unlock(&lr->glue->mtx);
+}
+
+/*
+ * Drop a private resource's lock from dlmd, then free it: once the reply
+ * is in, no Ast or Bast naming it can follow (one ordered connection).
+ */
+void
+lockres_private_free(struct fsd *fs, struct fsd_lockres *lr)
+{
+	struct fsd_glue *g = fs->glue;
+	int rc;
+
+	if (g != NULL && lr->level >= 0 && !g->dead_conn) {
+		pthread_mutex_lock(&g->mtx);
+		while (lr->flags & LR_BUSY)
+			pthread_cond_wait(&lr->cv, &g->mtx);
+		lr->flags |= LR_BUSY;
+		pthread_mutex_unlock(&g->mtx);
+		pthread_mutex_lock(&g->cmtx);
+		rc = dlmc_unlock_send(g->dc, g->domain, lr->lockid, 0, NULL, unlock_reply, lr);
+		pthread_mutex_unlock(&g->cmtx);
+		pthread_mutex_lock(&g->mtx);
+		if (rc == -1)
+			lr->flags &= ~LR_BUSY;
+		while (lr->flags & LR_BUSY)
+			pthread_cond_wait(&lr->cv, &g->mtx);
+		if (rc == -1 || lr->status != 0)
+			log_warnx("lock %s: unlock: %s", lr->name, strerror(rc == -1 ? errno : lr->status));
+		pthread_mutex_unlock(&g->mtx);
+	}
+	pthread_cond_destroy(&lr->cv);
+	free(lr);
+}
+
 void
 lockres_free_all(struct fsd *fs)
 {
@@ -530,6 +593,11 @@ on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
 	pthread_mutex_lock(&g->mtx);
 	log_debug("lock %s: bast %d (level %d, flags %#x, holders %u/%u)", lr->name, b->blocked,
 	    lr->level, lr->flags, lr->ro, lr->ex);
+	if (lr->private) {
+		/* a flock: its holder lets go when the user unlocks, not before */
+		pthread_mutex_unlock(&g->mtx);
+		return;
+	}
 	if (b->blocked > lr->blocking)
 		lr->blocking = b->blocked;
 	lr->flags |= LR_BLOCKED;

@@ -103,6 +103,7 @@ struct fsd_lockres {
 	uint8_t			 lvb[64];
 	int			 lvb_valid;
 	int			 nocache;	/* OPEN: back to NL when the last holder goes */
+	int			 private;	/* lockres_private: BASTs are not for us */
 	pthread_cond_t		 cv;
 	struct fsd_lockres	*hnext, *dcnext;
 };
@@ -218,6 +219,10 @@ struct fsd_lockres *lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_
 	    uint32_t generation, uint64_t owner);
 void	 lockres_put(struct fsd *fs, struct fsd_lockres *lr);
 void	 lockres_free_all(struct fsd *fs);
+/* Not shared through the table, never cached: each its own lock in dlmd. */
+struct fsd_lockres *lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
+	    uint32_t generation);
+void	 lockres_private_free(struct fsd *fs, struct fsd_lockres *lr);
 /* level is LKM_PR or LKM_EX; 0 or -errno (-EAGAIN: LKF_TRY and busy). */
 int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
 int	 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf);

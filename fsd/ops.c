@@ -19,6 +19,9 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 	/* a cluster: every read() asks for attributes and drops stale pages */
 	if (fs->glue != NULL && (conn->capable & FUSE_CAP_AUTO_INVAL_DATA))
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	/* flock(2) across nodes; alone, the kernel's own flock is right */
+	if (fs->glue != NULL && (conn->capable & FUSE_CAP_FLOCK_LOCKS))
+		conn->want |= FUSE_CAP_FLOCK_LOCKS;
 	/*
 	 * Write-behind: the kernel gathers writes in its page cache and
 	 * hands them to us in large requests; fsync still flushes them and
@@ -51,6 +54,7 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.open		= fsd_open,
 	.read		= fsd_read,
 	.release	= fsd_release,
+	.flock		= fsd_flock,
 	.write		= fsd_write,
 	.fsync		= fsd_fsync,
 	.fsyncdir	= fsd_fsync,

@@ -53,6 +53,10 @@ void	fsd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void	fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void	fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	    struct fuse_file_info *fi);
+/* flock.c: flock(2) through FLOCK locks (cluster mounts only) */
+void	fsd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
+/* The last close of a description that flock()ed drops its lock. */
+void	flock_release(struct fsd *fs, uint64_t owner);
 /* fi->fh of an open file */
 #define FH_APPEND	0x1
 /* What open and create tell the kernel about caching, and fi->fh. */

@@ -94,7 +94,8 @@ fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fsd *fs = fsd_of(req);
 	struct fsd_inode *ip;
 
-	(void)fi;
+	if (fi->flock_release)
+		flock_release(fs, fi->lock_owner);
 	if ((ip = inode_find(fs, fsd_ino_to_blkno(fs, ino))) != NULL) {
 		inode_put(fs, ip);	/* the open's own pin keeps it */
 		inode_close(fs, ip);

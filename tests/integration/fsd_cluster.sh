@@ -123,6 +123,29 @@ BG=()
 check_eq "ra is empty" 0 "$(ls "${M[2]}/ra" | wc -l)"
 check_eq "rb holds all 300, once each" 300 "$(ls "${M[3]}/rb" | sort -u | wc -l)"
 
+echo "-- flock(2) across nodes"
+echo 0 >"${M[1]}/counter"
+: >"${M[1]}/lockfile"
+flock "${M[1]}/lockfile" sh -c "echo held >'$FSD_DIR/held'; sleep 2" &
+BG+=($!)
+wait_for 10 test -s "$FSD_DIR/held"
+rc=0; flock -n "${M[2]}/lockfile" true || rc=$?
+check_eq "node2's LOCK_NB fails while node1 holds the lock" 1 "$rc"
+rc=0; flock -s -n "${M[3]}/lockfile" true || rc=$?
+check_eq "so does node3's shared LOCK_NB" 1 "$rc"
+check "node2's blocking flock gets it once node1 lets go" flock -w 20 "${M[2]}/lockfile" true
+for p in "${BG[@]}"; do wait "$p"; done
+BG=()
+for k in 1 2 3; do
+	(for i in $(seq 1 40); do
+		flock "${M[$k]}/lockfile" sh -c "n=\$(cat '${M[$k]}/counter'); echo \$((n + 1)) >'${M[$k]}/counter'"
+	done) &
+	BG+=($!)
+done
+for p in "${BG[@]}"; do wait "$p"; done
+BG=()
+check_eq "a counter incremented under flock by three nodes counts every step" 120 "$(cat "${M[2]}/counter")"
+
 echo "-- unlinked on one node while open on another"
 sync
 before=$(free_clusters)
