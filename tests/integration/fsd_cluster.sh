@@ -197,4 +197,6 @@ check "node3 sees what the others did meanwhile" test -e "${M[3]}/work/n5"
 echo "-- unmount everywhere; fsck"
 for k in 1 2 3; do check "node$k unmounts" lc umount "$k"; done
 check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
+check "no fsd reported a sanitizer error or a crash" sh -c \
+    "! grep -aE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' '$LOCALCLUSTER_DIR'/node*/log/fsd.log"
 finish
