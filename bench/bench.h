@@ -2,9 +2,12 @@
 #ifndef OCFS2_BENCH_H
 #define OCFS2_BENCH_H
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
+
+#include "log.h"
 
 static inline double
 now_us(void)
@@ -42,6 +45,20 @@ median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	return v[n / 2];
+}
+
+/* A decimal argument in [min, max], or the program stops (log.h's fatalx). */
+static inline int
+bench_num(const char *s, long min, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || v < min || v > max)
+		fatalx("bad number %s", s);
+	return (int)v;
 }
 
 #endif

@@ -275,19 +275,6 @@ cmd_tcp(int port, int iters, int cpu_a, int cpu_b)
 	return 0;
 }
 
-static int
-num(const char *s, long min, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno != 0 || *end != '\0' || end == s || v < min || v > max)
-		fatalx("bad number %s", s);
-	return (int)v;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -296,14 +283,14 @@ main(int argc, char **argv)
 	if (argc == 4 && strcmp(argv[1], "hold") == 0)
 		return cmd_hold(argv[2], argv[3]);
 	if (argc == 6 && strcmp(argv[1], "ops") == 0)
-		return cmd_ops(argv[2], argv[3], num(argv[4], 1, 10000000),
-		    num(argv[5], -1, CPU_SETSIZE - 1));
+		return cmd_ops(argv[2], argv[3], bench_num(argv[4], 1, 10000000),
+		    bench_num(argv[5], -1, CPU_SETSIZE - 1));
 	if (argc == 6 && strcmp(argv[1], "pingpong") == 0)
-		return cmd_pingpong(argv[2], argv[3], num(argv[4], 3, 10000000),
-		    num(argv[5], -1, CPU_SETSIZE - 1));
+		return cmd_pingpong(argv[2], argv[3], bench_num(argv[4], 3, 10000000),
+		    bench_num(argv[5], -1, CPU_SETSIZE - 1));
 	if (argc == 6 && strcmp(argv[1], "tcp") == 0)
-		return cmd_tcp(num(argv[2], 1, 65535), num(argv[3], 1, 10000000),
-		    num(argv[4], -1, CPU_SETSIZE - 1), num(argv[5], -1, CPU_SETSIZE - 1));
+		return cmd_tcp(bench_num(argv[2], 1, 65535), bench_num(argv[3], 1, 10000000),
+		    bench_num(argv[4], -1, CPU_SETSIZE - 1), bench_num(argv[5], -1, CPU_SETSIZE - 1));
 	fprintf(stderr, "usage: dlmd hold RUNDIR NAME | ops RUNDIR NAME ITERS CPU |\n"
 	    "       pingpong RUNDIR NAME GRANTS CPU | tcp PORT ITERS CPU_A CPU_B\n"
 	    "(the clients of bench/dlmd.sh)\n");

@@ -32,16 +32,7 @@ CLIENT=$BUILD/bench/dlmd
 export LOCALCLUSTER_DIR=/tmp/ocfs2-bench-dlmd-$$
 export LOCALCLUSTER_PORT=$((20000 + RANDOM % 20000))
 TCP_PORT=$((LOCALCLUSTER_PORT + 1))
-W=$(mktemp -d /tmp/dlmd-bench.XXXXXX)
-PIDS=()		# killed at exit
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	lc down >/dev/null 2>&1 || true
-	rm -rf "$W"
-}
-trap cleanup EXIT
+source "$TOP/bench/lib.inc" dlmd
 die() { echo "dlmd bench: $*"; exit 1; }
 
 # Both nodes see both heartbeats and the link up.
@@ -78,22 +69,6 @@ wait_for 30 grep -q ready "$W/hold1" || die "node1's holder: $(cat "$W/hold1")"
 bg hold2 "$CLIENT" hold "$R2" remote
 wait_for 30 grep -q ready "$W/hold2" || die "node2's holder: $(cat "$W/hold2")"
 
-# pingpong CPU_A CPU_B: node1's client takes EX first, then node2's
-# joins; prints node1's us per handoff.
-pingpong() {
-	local a b
-	"$CLIENT" pingpong "$R1" pp "$GRANTS" "$1" >"$W/ppa" 2>&1 &
-	a=$!
-	wait_for 10 grep -q ready "$W/ppa" || { kill $a; cat "$W/ppa" >&2; return 1; }
-	"$CLIENT" pingpong "$R2" pp "$GRANTS" "$2" >"$W/ppb" 2>&1 &
-	b=$!
-	if ! wait $a || ! wait $b; then
-		kill $b 2>/dev/null
-		cat "$W/ppa" "$W/ppb" >&2
-		return 1
-	fi
-	tail -n 1 "$W/ppa"
-}
 
 # netd_rtt CPU_A: us per round trip of 64 bytes through both netds to the
 # net-echo on node2.
@@ -115,7 +90,7 @@ phase() {
 		line=$("$CLIENT" ops "$R1" local $LOCAL_ITERS "$ca") || die "local ops failed"
 		v=$("$CLIENT" ops "$R1" remote $REMOTE_ITERS "$ca") || die "remote ops failed"
 		line+=" $v"
-		v=$(pingpong "$ca" "$cb") || die "ping-pong failed"
+		v=$(dlm_pingpong "$CLIENT" "$GRANTS" "$ca" "$cb") || die "ping-pong failed"
 		line+=" $v"
 		v=$("$CLIENT" tcp $TCP_PORT $TCP_ITERS "$ca" "$cb") || die "TCP baseline failed"
 		line+=" $v"
