@@ -4,7 +4,8 @@
 # unlinks and renames lose nothing; a file unlinked while open elsewhere
 # lives until its last close, then its space comes back exactly once; a
 # node killed mid-work is recovered by the survivors with its fsync'ed
-# data intact. fsck.ocfs2 finds the volume clean at the end.
+# data intact, also when a second node dies while the survivors recover
+# the first. fsck.ocfs2 finds the volume clean at the end.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -174,7 +175,7 @@ os.write(fd, b"fsync'ed before the crash\n" * 100)
 os.fsync(fd)
 os.close(fd)
 EOF
-(i=0; while :; do i=$((i + 1)); mkdir "${M[3]}/work/d$i" 2>/dev/null || break; : >"${M[3]}/work/d$i/f" 2>/dev/null || break; done) &
+(i=0; while :; do i=$((i + 1)); mkdir "${M[3]}/work/d$i" || break; : >"${M[3]}/work/d$i/f" || break; done) 2>/dev/null &
 BG+=($!)
 sleep 1
 lc kill 3 >/dev/null
@@ -193,6 +194,36 @@ lc umount 3 >/dev/null 2>&1
 lc start 3 >/dev/null
 run_check "node3 mounts again" mnt 3
 check "node3 sees what the others did meanwhile" test -e "${M[3]}/work/n5"
+
+echo "-- a node killed while the survivors recover another"
+python3 - "${M[2]}/durable2" <<'EOF2'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"node2 fsync'ed this\n" * 50)
+os.fsync(fd)
+os.close(fd)
+EOF2
+(i=0; while :; do i=$((i + 1)); : >"${M[2]}/work/m$i" || break; done) 2>/dev/null &
+BG+=($!)
+(i=0; while :; do i=$((i + 1)); : >"${M[3]}/work/k$i" || break; done) 2>/dev/null &
+BG+=($!)
+sleep 0.5
+lc kill 3 >/dev/null
+wait_for 10 sh -c "grep -q 'node 3 died' '$LOCALCLUSTER_DIR/node2/log/fsd.log'"
+lc kill 2 >/dev/null
+bg_stop_all
+check "node1 recovers both slots" wait_for 30 sh -c \
+    "grep -q 'slot 1 recovered' '$LOCALCLUSTER_DIR/node1/log/fsd.log' &&
+     (grep -q 'slot 2 recovered' '$LOCALCLUSTER_DIR/node1/log/fsd.log' ||
+      grep -q 'slot 2 recovered' '$LOCALCLUSTER_DIR/node2/log/fsd.log')"
+check "node1 alone writes on" sh -c ": >'${M[1]}/work/alone'"
+check_eq "node2's fsync'ed data survives" 1000 "$(wc -c <"${M[1]}/durable2")"
+for k in 2 3; do
+	lc umount "$k" >/dev/null 2>&1
+	lc start "$k" >/dev/null
+	run_check "node$k mounts again" mnt "$k"
+done
+check "node2 sees node1's work" test -e "${M[2]}/work/alone"
 
 echo "-- unmount everywhere; fsck"
 for k in 1 2 3; do check "node$k unmounts" lc umount "$k"; done
