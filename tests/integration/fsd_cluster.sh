@@ -15,6 +15,12 @@ cleanup() {
 	local k
 	bg_stop_all
 	if ((FAILED > 0)); then
+		# kept for a post-mortem: the cluster's state goes with lc down
+		rm -rf /tmp/fsd_cluster-failed-logs
+		mkdir -p /tmp/fsd_cluster-failed-logs
+		for k in 1 2 3; do
+			cp -r "$LOCALCLUSTER_DIR/node$k/log" "/tmp/fsd_cluster-failed-logs/node$k" 2>/dev/null
+		done
 		for k in 1 2 3; do
 			echo "-- node$k: fsd warnings"
 			lc log "$k" fsd 2>/dev/null | grep -v ': info: ' | tail -n 20
@@ -36,6 +42,12 @@ for k in 1 2 3; do run_check "node$k mounts the volume" mnt "$k"; done
 IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
 check "every node sees the others' heartbeat and links" wait_for 20 mesh_up 3
 check "three slots are taken" sh -c "debugfs.ocfs2 -R slotmap '$IMG' 2>/dev/null | grep -cE '^[[:space:]]+[0-9]+[[:space:]]+[0-9]+' | grep -qx 3"
+
+check "mkfs a volume of another cluster" mkfs_img "$FSD_DIR/other.img" --fs-feature-level=max-compat \
+    --cluster-stack=o2cb --cluster-name=other -N 2
+mkdir -p "$FSD_DIR/m"
+expect_error "another cluster's volume is refused" 'belongs to cluster "other"' \
+    lc exec 1 "$FSD" "$FSD_DIR/other.img" "$FSD_DIR/m"
 
 echo "-- what one node does, the others see at once"
 echo hello >"${M[1]}/a"
