@@ -682,8 +682,10 @@ inval_loop(void *arg)
 		iv = g->iv_head;
 		g->iv_head = iv->next;
 		pthread_mutex_unlock(&g->iv_mtx);
+		pthread_mutex_lock(&g->se_mtx);
 		if (fs->se != NULL)
 			fuse_lowlevel_notify_inval_inode(fs->se, fsd_blkno_to_ino(fs, iv->blkno), 0, 0);
+		pthread_mutex_unlock(&g->se_mtx);
 		free(iv);
 		pthread_mutex_lock(&g->iv_mtx);
 	}
@@ -838,6 +840,7 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, char *err, si
 	pthread_cond_init(&g->dc_cv, NULL);
 	pthread_cond_init(&g->reco_cv, NULL);
 	pthread_mutex_init(&g->iv_mtx, NULL);
+	pthread_mutex_init(&g->se_mtx, NULL);
 	pthread_cond_init(&g->iv_cv, NULL);
 	if ((g->dc = dlmc_open(rundir, &cb, g)) == NULL) {
 		snprintf(err, errlen, "cannot reach dlmd in %s: %s", rundir, strerror(errno));
@@ -858,6 +861,20 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, char *err, si
 	    pthread_create(&g->iv_thread, NULL, inval_loop, g) != 0)
 		fatalx("cannot start the lock threads");
 	return 0;
+}
+
+void
+glue_session_gone(struct fsd *fs)
+{
+	struct fsd_glue *g = fs->glue;
+
+	if (g == NULL) {
+		fs->se = NULL;
+		return;
+	}
+	pthread_mutex_lock(&g->se_mtx);
+	fs->se = NULL;
+	pthread_mutex_unlock(&g->se_mtx);
 }
 
 void

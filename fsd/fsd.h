@@ -227,6 +227,8 @@ void	 lockres_private_free(struct fsd *fs, struct fsd_lockres *lr);
 int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
 int	 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
+/* The FUSE session is about to go: no notify-inval may use it any more. */
+void	 glue_session_gone(struct fsd *fs);
 /* The META lock of a system inode (named with its generation). */
 struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
 /* ocfs2_meta_lvb from an inode: what other nodes could trust without a read. */

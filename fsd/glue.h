@@ -29,6 +29,7 @@ struct fsd_glue {
 	struct fsd_lockres *dc_head, *dc_tail;	/* downconvert queue */
 	pthread_cond_t	 dc_cv;
 	pthread_mutex_t	 iv_mtx;		/* inval queue */
+	pthread_mutex_t	 se_mtx;		/* fs->se while the inval thread uses it */
 	pthread_cond_t	 iv_cv;
 	struct inval	*iv_head;
 	/* nodes whose slot waits for recovery (reco.c), under mtx */
