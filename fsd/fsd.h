@@ -4,8 +4,12 @@
  * Layers, bottom up:
  *   block.c      O_DIRECT block I/O and the metadata block cache; every
  *                metadata block is validated by type as it enters the cache
- *   lockres.c    lock resources named as ocfs2_lockid.h names them; every
+ *   dlmglue.c    lock resources named as ocfs2_lockid.h names them, cached
+ *                at the level dlmd granted until another node's BAST; every
  *                access to an inode's metadata holds its META lockres
+ *   stack.c      joining the node's cluster stack at mount (glue.h)
+ *   reco.c       recovering the slots of dead nodes
+ *   flock.c      flock(2) across nodes
  *   journal.c    JBD2 writer: handles (all or nothing), commit, checkpoint
  *   recovery.c   JBD2 replay of a slot's journal
  *   slot.c       the slot map
@@ -24,8 +28,8 @@
  *
  * Nothing here assumes one node: all per-node state hangs off the slot
  * we claimed (struct fsd_slot), and metadata is reached through lock
- * resources so that cluster locks (issue 7) slot in under lockres.c;
- * block_forget() and dir_index_drop() are what a downconvert must call.
+ * resources; cached blocks carry the inode whose lock covers them, so a
+ * downconvert forgets exactly those (block_forget_owner, dir_index_drop).
  */
 #ifndef FSD_H
 #define FSD_H
