@@ -885,10 +885,14 @@ glue_stop(struct fsd *fs)
 
 	if (g == NULL)
 		return;
+	/*
+	 * The recovery thread (and a downconvert) may be waiting for an Ast:
+	 * they stop before the dispatch thread that delivers it.
+	 */
+	glue_reco_stop(g);
 	pthread_mutex_lock(&g->mtx);
 	g->stopping = 1;
 	pthread_cond_broadcast(&g->dc_cv);
-	pthread_cond_broadcast(&g->reco_cv);
 	pthread_mutex_unlock(&g->mtx);
 	pthread_mutex_lock(&g->iv_mtx);
 	pthread_cond_broadcast(&g->iv_cv);
@@ -896,7 +900,6 @@ glue_stop(struct fsd *fs)
 	pthread_join(g->dc_thread, NULL);
 	pthread_join(g->iv_thread, NULL);
 	pthread_join(g->dispatch_thread, NULL);
-	glue_reco_stop(g);
 	/* leaving the domain migrates what we master; closing drops our locks */
 	if (!g->dead_conn && dlmc_leave(g->dc, g->domain) == -1)
 		log_warnx("leaving lock domain %s: %s", g->domain, strerror(errno));

@@ -36,6 +36,7 @@ struct fsd_glue {
 	uint8_t		 dead[GLUE_MAX_NODES];
 	unsigned	 ndead;
 	int		 reco_running;
+	int		 reco_stop;		/* unmount: recovery ends, nobody waits for it */
 	pthread_cond_t	 reco_cv;
 	int		 stopping;
 	int		 dead_conn;		/* dlmd is gone */

@@ -54,7 +54,7 @@ glue_wait_recovery(struct fsd *fs)
 	if (g == NULL || in_recovery)
 		return;
 	pthread_mutex_lock(&g->mtx);
-	while (g->ndead > 0 && !g->stopping)
+	while (g->ndead > 0 && !g->reco_stop)
 		pthread_cond_wait(&g->reco_cv, &g->mtx);
 	pthread_mutex_unlock(&g->mtx);
 }
@@ -117,9 +117,9 @@ reco_loop(void *arg)
 	glue_recovery_thread(1);
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
-		while (g->ndead == 0 && !g->stopping)
+		while (g->ndead == 0 && !g->reco_stop)
 			pthread_cond_wait(&g->reco_cv, &g->mtx);
-		if (g->stopping)
+		if (g->reco_stop)
 			break;
 		memcpy(dead, g->dead, sizeof(dead));
 		pthread_mutex_unlock(&g->mtx);
@@ -151,7 +151,7 @@ glue_reco_stop(struct fsd_glue *g)
 	if (!g->reco_running)
 		return;
 	pthread_mutex_lock(&g->mtx);
-	g->stopping = 1;
+	g->reco_stop = 1;
 	pthread_cond_broadcast(&g->reco_cv);
 	pthread_mutex_unlock(&g->mtx);
 	pthread_join(g->reco_thread, NULL);
