@@ -96,6 +96,26 @@ holders_conflict(const struct fsd_lockres *lr, int level)
 	return level == LKM_EX ? lr->ro + lr->ex > 0 : lr->ex > 0;
 }
 
+static struct fsd_lockres *
+lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
+    uint64_t owner)
+{
+	struct fsd_lockres *lr = xcalloc(1, sizeof(*lr));
+
+	lockres_name(lr->name, sizeof(lr->name), type, blkno, generation);
+	lr->type = type;
+	lr->owner = owner;
+	lr->glue = fs->glue;
+	lr->level = fs->glue != NULL ? -1 : LKM_EX;
+	pthread_cond_init(&lr->cv, NULL);
+	return lr;
+}
+
+/*
+ * The table's resource of that name, made if need be. It stays in the
+ * table until unmount (lockres_free_all): with a cluster its level is
+ * cached in dlmd meanwhile.
+ */
 struct fsd_lockres *
 lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
     uint64_t owner)
@@ -115,51 +135,22 @@ lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t ge
 		if (strcmp(lr->name, name) == 0)
 			break;
 	if (lr == NULL) {
-		lr = xcalloc(1, sizeof(*lr));
-		memcpy(lr->name, name, sizeof(name));
-		lr->type = type;
-		lr->owner = owner;
-		lr->glue = fs->glue;
-		lr->level = fs->glue != NULL ? -1 : LKM_EX;
-		pthread_cond_init(&lr->cv, NULL);
+		lr = lockres_alloc(fs, type, blkno, generation, owner);
 		lr->hnext = table[h];
 		table[h] = lr;
 	}
-	lr->refs++;
 	pthread_mutex_unlock(m);
 	return lr;
-}
-
-/*
- * Unreferenced resources stay in the table: with a cluster their level
- * is cached in dlmd; they are freed at unmount (lockres_free_all).
- */
-void
-lockres_put(struct fsd *fs, struct fsd_lockres *lr)
-{
-	pthread_mutex_t *m = state_mtx(fs);
-
-	if (lr == NULL)
-		return;
-	pthread_mutex_lock(m);
-	lr->refs--;
-	pthread_mutex_unlock(m);
 }
 
 /* A lock resource of its own, outside the table (one per flock()ing file). */
 struct fsd_lockres *
 lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation)
 {
-	struct fsd_lockres *lr = xcalloc(1, sizeof(*lr));
+	struct fsd_lockres *lr = lockres_alloc(fs, type, blkno, generation, 0);
 
-	lockres_name(lr->name, sizeof(lr->name), type, blkno, generation);
-	lr->type = type;
-	lr->glue = fs->glue;
-	lr->level = fs->glue != NULL ? -1 : LKM_EX;
 	lr->nocache = 1;
 	lr->private = 1;
-	lr->refs = 1;
-	pthread_cond_init(&lr->cv, NULL);
 	return lr;
 }
 
@@ -323,6 +314,26 @@ send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached
 		request_reply(g->dc, errno ? errno : EIO, 0, lr);
 }
 
+/*
+ * Ask dlmd for level and wait for the answer (the Ast, or a refusal in
+ * lr->status). Called and returns with m (the state mutex) held.
+ */
+static void
+request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
+    uint32_t flags, const uint8_t *lvb)
+{
+	int attached = lr->level >= 0;
+	uint64_t lockid = lr->lockid;
+
+	lr->flags |= LR_BUSY;
+	lr->status = 0;
+	pthread_mutex_unlock(m);
+	send_request(g, lr, level, attached, lockid, flags, lvb);
+	pthread_mutex_lock(m);
+	while (lr->flags & LR_BUSY)
+		pthread_cond_wait(&lr->cv, m);
+}
+
 static void
 queue_downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 {
@@ -418,12 +429,7 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 int
 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
 {
-	struct fsd_lockres *lr = sysinode_lockres(h->fs, blkno);
-	int rc;
-
-	rc = handle_lock(h, lr);
-	lockres_put(h->fs, lr);		/* the table keeps it */
-	return rc;
+	return handle_lock(h, sysinode_lockres(h->fs, blkno));
 }
 
 int
@@ -431,8 +437,7 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 {
 	struct fsd_glue *g = fs->glue;
 	pthread_mutex_t *m = state_mtx(fs);
-	int attached, rc;
-	uint64_t lockid;
+	int rc;
 
 	pthread_mutex_lock(m);
 	if (handle_take(lr, level)) {
@@ -470,16 +475,7 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			pthread_mutex_unlock(m);
 			return -EIO;
 		}
-		attached = lr->level >= 0;
-		lockid = lr->lockid;
-		lr->flags |= LR_BUSY;
-		lr->status = 0;
-		pthread_mutex_unlock(m);
-		send_request(g, lr, level, attached, lockid,
-		    (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL);
-		pthread_mutex_lock(m);
-		while (lr->flags & LR_BUSY)
-			pthread_cond_wait(&lr->cv, m);
+		request_wait(g, m, lr, level, (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL);
 		if (lr->status == ECANCELED)
 			continue;	/* gave way to another node; ask again */
 		if (lr->status != 0) {
@@ -535,19 +531,10 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 	if (fs->glue != NULL && (lr->flags & LR_BLOCKED) &&
 	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(fs->glue, lr);
+	/* not cached: others test it with trylocks, which send no BAST */
 	if (fs->glue != NULL && lr->nocache && lr->ro + lr->ex == 0 && lr->level > LKM_NL &&
-	    !(lr->flags & (LR_BUSY | LR_BLOCKED))) {
-		uint64_t lockid = lr->lockid;
-
-		/* not cached: others test it with trylocks, which send no BAST */
-		lr->flags |= LR_BUSY;
-		lr->status = 0;
-		pthread_mutex_unlock(m);
-		send_request(fs->glue, lr, LKM_NL, 1, lockid, 0, NULL);
-		pthread_mutex_lock(m);
-		while (lr->flags & LR_BUSY)
-			pthread_cond_wait(&lr->cv, m);
-	}
+	    !(lr->flags & (LR_BUSY | LR_BLOCKED)))
+		request_wait(fs->glue, m, lr, LKM_NL, 0, NULL);
 	pthread_cond_broadcast(&lr->cv);
 	pthread_mutex_unlock(m);
 }
@@ -570,10 +557,6 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 			lr->flags |= LR_REFRESH;
 		lr->level = ast->mode;
 		lr->lockid = ast->lockid;
-		if (ast->has_lvb) {
-			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
-			lr->lvb_valid = ast->lvb_valid;
-		}
 	} else if (lr->level < 0 && ast->status != ECANCELED)
 		lr->lockid = 0;		/* a refused new lock is gone */
 	lr->flags &= ~(LR_BUSY | LR_CANCEL);
@@ -767,10 +750,9 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	}
 	if (holders_conflict(lr, lr->blocking))
 		return;		/* the last conflicting unlock queues it again */
+	/* BUSY keeps lockers out while we write home and forget */
 	from = lr->level;
 	lr->flags |= LR_BUSY;
-	lr->status = 0;
-	lockid = lr->lockid;
 	pthread_mutex_unlock(&g->mtx);
 	if (from == LKM_EX) {
 		/* what we changed under EX must be home before anyone else reads it */
@@ -784,11 +766,9 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 		if (lr->type == FSD_LOCK_META && lr->owner != 0)
 			queue_inval(g, lr->owner);
 	}
-	send_request(g, lr, target, 1, lockid, 0,
-	    from == LKM_EX && lr->type == FSD_LOCK_META ? lvb : NULL);
 	pthread_mutex_lock(&g->mtx);
-	while (lr->flags & LR_BUSY)
-		pthread_cond_wait(&lr->cv, &g->mtx);
+	request_wait(g, &g->mtx, lr, target, 0,
+	    from == LKM_EX && lr->type == FSD_LOCK_META ? lvb : NULL);
 	if (lr->status != 0)
 		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
 		    strerror(lr->status));

@@ -97,15 +97,12 @@ struct fsd_lockres {
 	int			 type;		/* enum fsd_lock_type */
 	uint64_t		 owner;		/* inode whose cached blocks it covers, or 0 */
 	struct fsd_glue		*glue;		/* NULL: no cluster */
-	unsigned		 refs;
 	unsigned		 ro, ex;	/* holders on this node */
 	int			 level;		/* granted level; -1: no lock in dlmd */
 	int			 blocking;	/* level another node waits for, 0: none */
 	unsigned		 flags;
 	int			 status;	/* errno of the last request */
 	uint64_t		 lockid;
-	uint8_t			 lvb[64];
-	int			 lvb_valid;
 	int			 nocache;	/* OPEN: back to NL when the last holder goes */
 	int			 private;	/* lockres_private: BASTs are not for us */
 	pthread_cond_t		 cv;
@@ -218,10 +215,9 @@ enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
 void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 	    uint64_t blkno, uint32_t generation);
-/* The lock resource of that name, referenced; owner as in struct fsd_lockres. */
+/* The lock resource of that name, kept until unmount; owner as in struct fsd_lockres. */
 struct fsd_lockres *lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation, uint64_t owner);
-void	 lockres_put(struct fsd *fs, struct fsd_lockres *lr);
 void	 lockres_free_all(struct fsd *fs);
 /* Not shared through the table, never cached: each its own lock in dlmd. */
 struct fsd_lockres *lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,

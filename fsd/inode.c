@@ -45,8 +45,6 @@ itable_destroy(struct fsd *fs)
 	for (i = 0; i < ITABLE_HASH; i++) {
 		for (ip = fs->itable->hash[i]; ip != NULL; ip = n) {
 			n = ip->hnext;
-			lockres_put(fs, ip->meta);
-			lockres_put(fs, ip->open_lock);
 			dindex_free(ip->dindex);
 			pthread_mutex_destroy(&ip->dmtx);
 			free(ip);
@@ -91,8 +89,6 @@ inode_maybe_free(struct fsd *fs, struct fsd_inode *ip)
 		}
 	}
 	fs->itable->count--;
-	lockres_put(fs, ip->meta);
-	lockres_put(fs, ip->open_lock);
 	dindex_free(ip->dindex);
 	pthread_mutex_destroy(&ip->dmtx);
 	free(ip);
