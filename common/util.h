@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <stdint.h>
 
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -23,6 +24,8 @@ int	parse_ulong(const char *s, int base, unsigned long max, unsigned long *out);
 
 /* The runtime directory: --rundir, else $OCFS2_RUNDIR, else /run/ocfs2. */
 const char *rundir_default(void);
+/* Monotonic milliseconds: timeouts never jump with the clock. */
+uint64_t now_ms(void);
 /* This host's name as o2cb matches it against cluster.conf's nodes. */
 const char *host_node_name(void);
 int	mkdir_p(const char *path, mode_t mode);

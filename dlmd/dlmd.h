@@ -377,6 +377,5 @@ void	hbd_guard_update(struct dlmd *);
 void	api_start(struct dlmd *);
 void	api_send_event(struct ipc_conn *, Envelope *);
 
-uint64_t now_ms(void);
 
 #endif

@@ -29,14 +29,6 @@ usage(void)
 	exit(2);
 }
 
-uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* -n: the configuration netd and nmd will serve us, checked alone. */
 static int

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "ipc.h"
@@ -28,14 +27,6 @@ struct fsd_stack {
 	int	writer_fd;	/* our registration as a disk writer */
 };
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int
 connect_daemon(const char *rundir, const char *daemon, char *err, size_t errlen)

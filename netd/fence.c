@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "util.h"
 #include "netd.h"
 
 static void

@@ -14,6 +14,7 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "util.h"
 #include "netd.h"
 
 static void
@@ -130,12 +131,3 @@ ka_link_free(struct link *l)
 	l->hs_timer = l->ka_timer = l->idle_timer = NULL;
 }
 
-/* Monotonic milliseconds: link and quorum timing never jump with the clock. */
-uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}

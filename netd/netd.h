@@ -332,7 +332,6 @@ struct netd {
 	int			 hbd_connected;
 };
 
-uint64_t now_ms(void);
 
 /* config.c: the configuration from nmd, link pins. */
 int	config_start(struct netd *);	/* first fetch, blocking; -1: fatal */

@@ -67,18 +67,9 @@ struct dlmc {
 };
 
 static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t
 deadline_of(int timeout_ms)
 {
-	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	return timeout_ms < 0 ? -1 : (int64_t)now_ms() + timeout_ms;
 }
 
 static int
@@ -88,7 +79,7 @@ remaining(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	left = deadline - now_ms();
+	left = deadline - (int64_t)now_ms();
 	return left > 0 ? (int)left : 0;
 }
 

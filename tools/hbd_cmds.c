@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clusterconf.h"
@@ -24,14 +23,6 @@
 /* A start waits for steady state: about 10 intervals; give it 20. */
 #define START_WAIT_INTERVALS	20
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Subscribe to hbd; *st gets the membership we start from. -1: hbd is down. */
 static int

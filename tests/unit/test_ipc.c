@@ -201,20 +201,11 @@ server_main(pid_t parent, int ready)
 	_exit(5);	/* the loop ended: the listener is gone */
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
-}
-
 /* waitpid with a deadline: pid when reaped, 0 on timeout. */
 static pid_t
 wait_child(pid_t pid, int *status, int timeout_ms)
 {
-	long end = now_ms() + timeout_ms;
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
 	pid_t r;
 
 	while ((r = waitpid(pid, status, WNOHANG)) == 0 && now_ms() < end)
@@ -544,7 +535,7 @@ nconns(int fd)
 static void
 wait_nconns(unsigned long want)
 {
-	long end = now_ms() + TIMEOUT_MS;
+	uint64_t end = now_ms() + TIMEOUT_MS;
 	unsigned long n;
 	int fd = cli();
 
@@ -1023,7 +1014,7 @@ tick(evutil_socket_t fd, short what, void *arg)
 
 /* Run the loop until cond holds; a 10 ms tick keeps each turn short. */
 #define RUN_UNTIL(base, cond) do {						\
-	long end_ = now_ms() + TIMEOUT_MS;					\
+	uint64_t end_ = now_ms() + TIMEOUT_MS;				\
 	while (!(cond)) {							\
 		cr_assert_lt(now_ms(), end_, "timed out waiting for " #cond);	\
 		event_base_loop((base), EVLOOP_ONCE);				\
