@@ -40,9 +40,10 @@ connect_daemon(const char *rundir, const char *daemon, char *err, size_t errlen)
 	return fd;
 }
 
-/* One request: the reply (status checked), or NULL with err set. */
+/* One request: the reply (status and, unless NOT_SET, payload checked), or NULL with err set. */
 static Envelope *
-call(int fd, const char *daemon, Envelope *req, char *err, size_t errlen)
+call(int fd, const char *daemon, Envelope *req, Envelope__PayloadCase want, char *err,
+    size_t errlen)
 {
 	Envelope *rep = NULL;
 
@@ -56,6 +57,11 @@ call(int fd, const char *daemon, Envelope *req, char *err, size_t errlen)
 		envelope__free_unpacked(rep, NULL);
 		return NULL;
 	}
+	if (want != ENVELOPE__PAYLOAD__NOT_SET && rep->payload_case != want) {
+		snprintf(err, errlen, "%s: unexpected reply", daemon);
+		envelope__free_unpacked(rep, NULL);
+		return NULL;
+	}
 	return rep;
 }
 
@@ -66,9 +72,9 @@ check_cluster(struct fsd *fs, int nmd, char *err, size_t errlen)
 	int rc = 0;
 
 	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
-	if ((rep = call(nmd, "nmd", &req, err, errlen)) == NULL)
+	if ((rep = call(nmd, "nmd", &req, ENVELOPE__PAYLOAD_CONFIG, err, errlen)) == NULL)
 		return -1;
-	if (rep->payload_case != ENVELOPE__PAYLOAD_CONFIG || rep->config->cluster[0] == '\0') {
+	if (rep->config->cluster[0] == '\0') {
 		snprintf(err, errlen, "nmd has no cluster configured");
 		rc = -1;
 	} else if (fs->vol.cluster_name[0] != '\0' &&
@@ -102,7 +108,7 @@ acquire_region(struct fsd *fs, int nmd, char *err, size_t errlen)
 	req.type = MSG_TYPE__MSG_NMD_REGION_ACQUIRE;
 	req.payload_case = ENVELOPE__PAYLOAD_REGION_ACQUIRE;
 	req.region_acquire = &ra;
-	if ((rep = call(nmd, "nmd", &req, err, errlen)) == NULL)
+	if ((rep = call(nmd, "nmd", &req, ENVELOPE__PAYLOAD__NOT_SET, err, errlen)) == NULL)
 		return -1;
 	envelope__free_unpacked(rep, NULL);
 	return 0;
@@ -118,13 +124,8 @@ region_state(int hbd, const char *uuid, unsigned *interval_ms, char *err, size_t
 	int state = 0;
 
 	req.type = MSG_TYPE__MSG_HBD_STATUS;
-	if ((rep = call(hbd, "hbd", &req, err, errlen)) == NULL)
+	if ((rep = call(hbd, "hbd", &req, ENVELOPE__PAYLOAD_HB_STATUS, err, errlen)) == NULL)
 		return -1;
-	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS) {
-		envelope__free_unpacked(rep, NULL);
-		snprintf(err, errlen, "hbd: unexpected status reply");
-		return -1;
-	}
 	st = rep->hb_status;
 	*interval_ms = st->interval_ms;
 	if (st->fenced) {
@@ -155,13 +156,8 @@ links_state(int netd, unsigned *node, char *missing, size_t mlen, char *err, siz
 	int ok = 1;
 
 	req.type = MSG_TYPE__MSG_NETD_STATUS;
-	if ((rep = call(netd, "netd", &req, err, errlen)) == NULL)
+	if ((rep = call(netd, "netd", &req, ENVELOPE__PAYLOAD_NET_STATUS, err, errlen)) == NULL)
 		return -1;
-	if (rep->payload_case != ENVELOPE__PAYLOAD_NET_STATUS) {
-		envelope__free_unpacked(rep, NULL);
-		snprintf(err, errlen, "netd: unexpected status reply");
-		return -1;
-	}
 	st = rep->net_status;
 	*node = st->local_node;
 	missing[0] = '\0';
@@ -189,7 +185,7 @@ register_writer(int hbd, char *err, size_t errlen)
 	req.type = MSG_TYPE__MSG_HBD_REGISTER_WRITER;
 	req.payload_case = ENVELOPE__PAYLOAD_REGISTER_WRITER;
 	req.register_writer = &rw;
-	if ((rep = call(hbd, "hbd", &req, err, errlen)) == NULL)
+	if ((rep = call(hbd, "hbd", &req, ENVELOPE__PAYLOAD__NOT_SET, err, errlen)) == NULL)
 		return -1;
 	envelope__free_unpacked(rep, NULL);
 	return 0;
