@@ -34,6 +34,16 @@ trap cleanup EXIT
 M=()
 mnt() { M[$1]=$(lc mount "$1") || { echo "mount on node$1 failed:"; lc log "$1" fsd | tail -n 20; return 1; }; }
 free_clusters() { stat -f -c %a "${M[1]}"; }
+# fsynced FILE LINE N: FILE holds LINE N times, made durable with fsync.
+fsynced() {
+	python3 - "$@" <<'EOF'
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, (sys.argv[2] + "\n").encode() * int(sys.argv[3]))
+os.fsync(fd)
+os.close(fd)
+EOF
+}
 fsdlog() { lc log "$1" fsd; }
 
 echo "-- setup"
@@ -180,13 +190,7 @@ check "its orphan is gone from every orphan dir" sh -c \
 
 echo "-- a node killed in the middle of metadata work"
 mkdir "${M[3]}/work"
-python3 - "${M[3]}/durable" <<'EOF'
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
-os.write(fd, b"fsync'ed before the crash\n" * 100)
-os.fsync(fd)
-os.close(fd)
-EOF
+fsynced "${M[3]}/durable" "fsync'ed before the crash" 100
 (i=0; while :; do i=$((i + 1)); mkdir "${M[3]}/work/d$i" || break; : >"${M[3]}/work/d$i/f" || break; done) 2>/dev/null &
 BG+=($!)
 sleep 1
@@ -208,13 +212,7 @@ run_check "node3 mounts again" mnt 3
 check "node3 sees what the others did meanwhile" test -e "${M[3]}/work/n5"
 
 echo "-- a node killed while the survivors recover another"
-python3 - "${M[2]}/durable2" <<'EOF2'
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
-os.write(fd, b"node2 fsync'ed this\n" * 50)
-os.fsync(fd)
-os.close(fd)
-EOF2
+fsynced "${M[2]}/durable2" "node2 fsync'ed this" 50
 (i=0; while :; do i=$((i + 1)); : >"${M[2]}/work/m$i" || break; done) 2>/dev/null &
 BG+=($!)
 (i=0; while :; do i=$((i + 1)); : >"${M[3]}/work/k$i" || break; done) 2>/dev/null &
