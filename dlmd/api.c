@@ -68,8 +68,7 @@ handle_leave(struct ipc_conn *c, const Envelope *req)
 		ipc_reply_status(c, req, ENOENT, "not in domain %s", req->domain->name);
 		return;
 	}
-	domain_leave(mb);
-	ipc_reply_status(c, req, 0, NULL);
+	domain_leave(mb, c, req);
 }
 
 static void
@@ -269,7 +268,7 @@ client_closed(struct ipc_conn *c)
 		mb->client = NULL;
 		mb->join_conn = NULL;
 		mb->refs = 1;
-		domain_leave(mb);
+		domain_leave(mb, NULL, NULL);
 	}
 	free(cl);
 }

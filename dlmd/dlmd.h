@@ -113,6 +113,19 @@ struct dlm_member {
 	TAILQ_HEAD(, dlm_lock)	 locks;
 	struct ipc_conn		*join_conn;	/* join reply pending */
 	Envelope		*join_req;
+	struct leave_reply	*leave_reply;	/* leave reply pending */
+};
+
+/*
+ * A client's LEAVE is answered once it is really out: its locks gone and,
+ * if it was the last client, the node gone from the cluster's domain (a
+ * filesystem stops its heartbeat right after; a goodbye sent later would
+ * look like a death to the others). By connection id: it may close first.
+ */
+struct leave_reply {
+	LIST_ENTRY(leave_reply)	 entry;
+	uint64_t		 conn_id;
+	Envelope		 req;		/* type and id */
 };
 
 /* A connection to dlmd.sock. */
@@ -221,6 +234,7 @@ struct dlm_domain {
 	/* join, leave */
 	struct join_state	*join;
 	struct leave_state	*leave;
+	LIST_HEAD(, leave_reply) leave_replies;	/* answered when out */
 	int			 handing_off;	/* directory moving: lookups RETRY */
 	/* recovery */
 	uint8_t			 dead[DLM_MAX_NODES];	/* to recover */
@@ -319,7 +333,7 @@ struct dlm_domain *domain_find(struct dlmd *, const char *name);
 struct dlm_domain *domain_find_key(struct dlmd *, uint32_t key);
 void	domain_join(struct dlmd *, struct dlm_client *, struct ipc_conn *,
 	    const Envelope *req);
-void	domain_leave(struct dlm_member *);
+void	domain_leave(struct dlm_member *, struct ipc_conn *, const Envelope *req);
 void	domain_info(struct dlm_domain *, Dlmd__DomainInfo *, uint32_t *members_buf);
 int	domain_is_member(const struct dlm_domain *, unsigned node);
 void	domain_publish(struct dlm_domain *, int kind, unsigned node);

@@ -149,8 +149,25 @@ member_free(struct dlm_member *mb)
 	LIST_REMOVE(mb, dom_entry);
 	if (mb->client != NULL)
 		LIST_REMOVE(mb, client_entry);
+	/* the domain answers it when the node is out (or stays in) */
+	if (mb->leave_reply != NULL)
+		LIST_INSERT_HEAD(&mb->dom->leave_replies, mb->leave_reply, entry);
 	free(mb->join_req);
 	free(mb);
+}
+
+static void
+answer_leaves(struct dlm_domain *d)
+{
+	struct leave_reply *lr;
+	struct ipc_conn *c;
+
+	while ((lr = LIST_FIRST(&d->leave_replies)) != NULL) {
+		LIST_REMOVE(lr, entry);
+		if ((c = ipc_server_find(d->dlmd->ipc, lr->conn_id)) != NULL)
+			ipc_reply_status(c, &lr->req, 0, NULL);
+		free(lr);
+	}
 }
 
 static void
@@ -160,6 +177,7 @@ domain_free(struct dlm_domain *d)
 	struct dlm_lock *lk;
 	size_t b;
 
+	answer_leaves(d);
 	TAILQ_REMOVE(&d->dlmd->domains, d, entry);
 	for (b = 0; b < DLM_HASH_BUCKETS; b++) {
 		while ((lk = LIST_FIRST(&d->lock_hash[b])) != NULL) {
@@ -201,8 +219,10 @@ domain_maybe_destroy(struct dlm_domain *d)
 		if (mb->releasing && TAILQ_EMPTY(&mb->locks))
 			member_free(mb);
 	}
-	if (!LIST_EMPTY(&d->clients))
+	if (!LIST_EMPTY(&d->clients)) {
+		answer_leaves(d);
 		return;
+	}
 	switch (d->state) {
 	case DS_JOINED:
 		domain_start_leave(d);
@@ -252,13 +272,22 @@ domain_reap_later(struct dlm_domain *d)
 }
 
 void
-domain_leave(struct dlm_member *mb)
+domain_leave(struct dlm_member *mb, struct ipc_conn *c, const Envelope *req)
 {
 	struct dlm_domain *d = mb->dom;
 
 	if (mb->refs > 1) {
 		mb->refs--;
+		if (c != NULL)
+			ipc_reply_status(c, req, 0, NULL);
 		return;
+	}
+	if (c != NULL) {
+		mb->leave_reply = xcalloc(1, sizeof(*mb->leave_reply));
+		mb->leave_reply->conn_id = ipc_conn_id(c);
+		envelope__init(&mb->leave_reply->req);
+		mb->leave_reply->req.type = req->type;
+		mb->leave_reply->req.id = req->id;
 	}
 	reply_join(mb, ECANCELED, "left the domain before the join finished");
 	member_release_locks(mb);
@@ -522,6 +551,7 @@ domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
 		d->directory = DLM_NODE_NONE;
 		d->reco_master = DLM_NODE_NONE;
 		LIST_INIT(&d->clients);
+		LIST_INIT(&d->leave_replies);
 		for (b = 0; b < DLM_HASH_BUCKETS; b++) {
 			LIST_INIT(&d->res_hash[b]);
 			LIST_INIT(&d->lock_hash[b]);

@@ -458,11 +458,16 @@ static void
 h_begin_reco(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
     Dlmwire__Msg *rep)
 {
-	if (!d->recovering || domain_lowest_member(d) != (int)from ||
-	    !same_members(d, m)) {
+	if (domain_lowest_member(d) != (int)from || !same_members(d, m)) {
 		rep->status = WS_RETRY;
 		return;
 	}
+	/*
+	 * Same members but no death seen here: we heard the node's goodbye,
+	 * the master did not (the node's heartbeat stopped first). Freeze
+	 * and take part; there is nothing of the node's left to drop here.
+	 */
+	d->recovering = 1;
 	d->reco_epoch = m->epoch;
 	d->reco_master = (uint8_t)from;
 	rep->status = WS_OK;
