@@ -287,6 +287,12 @@ request_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 	pthread_mutex_unlock(&g->mtx);
 }
 
+static int
+has_valblk(const struct fsd_lockres *lr)
+{
+	return lr->type == FSD_LOCK_META || lr->type == FSD_LOCK_ORPHAN_SCAN;
+}
+
 /* Send a lock or convert request for lr; glue->mtx NOT held. */
 static void
 send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached,
@@ -301,7 +307,7 @@ send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached
 	a.namelen = FSD_LOCK_NAME_LEN - 1;
 	a.mode = level;
 	a.flags = flags | (attached ? DLMC_F_CONVERT : 0) |
-	    (lr->type == FSD_LOCK_META ? DLMC_F_VALBLK : 0);
+	    (has_valblk(lr) ? DLMC_F_VALBLK : 0);
 	a.lockid = lockid;
 	a.lvb = lvb;
 	a.user = (uint64_t)(uintptr_t)lr;
@@ -555,6 +561,10 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 	if (ast->status == 0) {
 		if (lr->level <= LKM_NL && ast->mode >= LKM_PR)
 			lr->flags |= LR_REFRESH;
+		if (ast->has_lvb && lr->type != FSD_LOCK_META) {
+			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
+			lr->lvb_valid = ast->lvb_valid;
+		}
 		lr->level = ast->mode;
 		lr->lockid = ast->lockid;
 	} else if (lr->level < 0 && ast->status != ECANCELED)
@@ -760,6 +770,8 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 			log_warnx("lock %s: checkpoint before giving it up failed", lr->name);
 		if (lr->type == FSD_LOCK_META)
 			stuff_lvb(fs, lr, lvb);
+		else
+			memcpy(lvb, lr->lvb, sizeof(lvb));	/* its holder wrote it */
 	}
 	if (target == LKM_NL) {
 		refresh(fs, lr);
@@ -767,8 +779,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 			queue_inval(g, lr->owner);
 	}
 	pthread_mutex_lock(&g->mtx);
-	request_wait(g, &g->mtx, lr, target, 0,
-	    from == LKM_EX && lr->type == FSD_LOCK_META ? lvb : NULL);
+	request_wait(g, &g->mtx, lr, target, 0, from == LKM_EX && has_valblk(lr) ? lvb : NULL);
 	if (lr->status != 0)
 		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
 		    strerror(lr->status));
@@ -869,6 +880,7 @@ glue_stop(struct fsd *fs)
 	 * The recovery thread (and a downconvert) may be waiting for an Ast:
 	 * they stop before the dispatch thread that delivers it.
 	 */
+	glue_orphan_scan_stop(g);
 	glue_reco_stop(g);
 	pthread_mutex_lock(&g->mtx);
 	g->stopping = 1;

@@ -105,6 +105,9 @@ struct fsd_lockres {
 	uint64_t		 lockid;
 	int			 nocache;	/* OPEN: back to NL when the last holder goes */
 	int			 private;	/* lockres_private: BASTs are not for us */
+	/* value block of a lock whose holders keep state in it (not META's) */
+	uint8_t			 lvb[64];
+	int			 lvb_valid;	/* 0: an EX holder died since it was written */
 	pthread_cond_t		 cv;
 	struct fsd_lockres	*hnext, *dcnext;
 };
@@ -240,6 +243,7 @@ struct fsd_mount_opts {
 	unsigned	 cache_blocks;
 	unsigned	 node_num;
 	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
+	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */
 	int		 nocluster;		/* a clustered volume without the stack */
 	const char	*rundir;		/* the stack's sockets (NULL: the default) */
 };
@@ -549,9 +553,11 @@ int	 file_free_all(struct fsd *fs, struct fsd_inode *ip);
 /* orphan.c */
 /* Inside a handle: put an inode whose last link went into our orphan dir. */
 int	 orphan_add(struct fsd_handle *h, struct fsd_buf *ib);
-/* Delete an orphaned inode nobody uses any more (own handles). */
+/* Delete an orphaned inode nobody uses any more (own handles): 1 deleted,
+ * 0 left (still linked, or open on some node), or -errno. */
 int	 orphan_wipe(struct fsd *fs, uint64_t blkno);
-/* Wipe every inode in slot's orphan dir (mount, unmount). */
+/* Wipe every inode in slot's orphan dir that no node has open (mount,
+ * unmount, recovery, orphan scan): how many, or -errno. */
 int	 orphan_recover(struct fsd *fs, int slot);
 
 /* ops.c */

@@ -40,6 +40,14 @@ struct fsd_glue {
 	pthread_cond_t	 reco_cv;
 	int		 stopping;
 	int		 dead_conn;		/* dlmd is gone */
+	/* the periodic orphan scan (orphanscan.c) */
+	struct fsd_lockres *os_lock;		/* ORPHAN_SCAN */
+	pthread_t	 os_thread;
+	pthread_mutex_t	 os_mtx;
+	pthread_cond_t	 os_cv;
+	int		 os_running, os_stop;
+	unsigned	 os_interval_ms;
+	uint32_t	 os_seqno;		/* the scan count we last saw */
 };
 
 /* dlmglue.c */
@@ -56,6 +64,11 @@ int	 glue_reco_start(struct fsd_glue *g);
 void	 glue_reco_stop(struct fsd_glue *g);
 /* Lost dlmd: this node may no longer touch the disk. Does not return. */
 void	 glue_fence(struct fsd *fs) __attribute__((__noreturn__));
+
+/* orphanscan.c: every interval (0: ocfs2's 300 s), one node deletes the
+ * orphans of every slot that no node has open. */
+int	 glue_orphan_scan_start(struct fsd *fs, unsigned interval_ms);
+void	 glue_orphan_scan_stop(struct fsd_glue *g);
 
 /* stack.c */
 struct fsd_stack;

@@ -93,6 +93,10 @@ parse_o(struct cmdline *c, const char *arg)
 			if (parse_ulong(opt + 7, 10, 3600, &v) == -1 || v == 0)
 				fatalx("bad commit interval: %s", opt + 7);
 			c->mo.commit_ms = (unsigned)v * 1000;
+		} else if (strncmp(opt, "orphan_scan=", 12) == 0) {
+			if (parse_ulong(opt + 12, 10, 86400, &v) == -1 || v == 0)
+				fatalx("bad orphan scan interval: %s", opt + 12);
+			c->mo.orphan_scan_ms = (unsigned)v * 1000;
 		} else if (strncmp(opt, "threads=", 8) == 0) {
 			if (parse_ulong(opt + 8, 10, 256, &v) == -1 || v == 0)
 				fatalx("bad threads: %s", opt + 8);

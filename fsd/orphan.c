@@ -135,8 +135,10 @@ orphan_wipe(struct fsd *fs, uint64_t blkno)
 	}
 	orphan_dir_put(fs, op, ob);
 	journal_stop(&h, rc != 0);
-	if (rc == 0)
+	if (rc == 0) {
 		log_debug("inode %llu deleted", (unsigned long long)blkno);
+		rc = 1;
+	}
 out_unlock:
 	inode_delete_unlock(fs, ip);
 out:
@@ -145,7 +147,7 @@ out:
 		rc = 0;		/* another node deleted it first */
 	if (rc < 0)
 		log_warnx("deleting orphan inode %llu: %s", (unsigned long long)blkno, strerror(-rc));
-	return rc < 0 ? rc : 0;
+	return rc;
 }
 
 struct collect {
@@ -175,7 +177,7 @@ orphan_recover(struct fsd *fs, int slot)
 	struct collect c = { NULL, 0, 0 };
 	struct fsd_inode *op;
 	struct fsd_buf *ob;
-	unsigned i;
+	unsigned i, deleted = 0;
 	int rc;
 
 	if ((rc = inode_get(fs, fs->slots[slot].orphan_dir, &op)) != 0)
@@ -186,9 +188,10 @@ orphan_recover(struct fsd *fs, int slot)
 	}
 	inode_put(fs, op);
 	for (i = 0; rc >= 0 && i < c.n; i++)
-		rc = orphan_wipe(fs, c.ino[i]);
-	if (c.n > 0)
-		log_info("orphan_dir:%04d: %u inodes deleted", slot, c.n);
+		if ((rc = orphan_wipe(fs, c.ino[i])) > 0)
+			deleted++;
+	if (deleted > 0)
+		log_info("orphan_dir:%04d: %u inodes deleted", slot, deleted);
 	free(c.ino);
-	return rc < 0 ? rc : 0;
+	return rc < 0 ? rc : (int)deleted;
 }

@@ -73,7 +73,7 @@ slot_recover(struct fsd *fs, int slot, unsigned lkf)
 		log_warnx("recovering slot %d: %s; the volume needs fsck", slot, err);
 		rc = -EIO;
 	} else if ((rc = la_release_slot(fs, slot)) != 0 || (rc = tl_flush_slot(fs, slot)) != 0 ||
-	    (rc = orphan_recover(fs, slot)) != 0 || (rc = journal_commit(fs)) != 0 ||
+	    (rc = orphan_recover(fs, slot)) < 0 || (rc = journal_commit(fs)) != 0 ||
 	    (rc = slot_free(fs, slot)) != 0)
 		log_warnx("recovering slot %d: %s", slot, strerror(-rc));
 	else

@@ -281,7 +281,7 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 	}
 	/* what a crash left in our local alloc, truncate log and orphan dir */
 	if ((rc = la_release(fs)) != 0 || (rc = tl_flush(fs)) != 0 ||
-	    (rc = orphan_recover(fs, fs->slot)) != 0 ||
+	    (rc = orphan_recover(fs, fs->slot)) < 0 ||
 	    (rc = journal_commit(fs)) != 0) {
 		snprintf(err, errlen, "recovering slot %d: %s", fs->slot, strerror(-rc));
 		return -1;
@@ -415,6 +415,11 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 		snprintf(err, errlen, "cannot start the recovery thread");
 		goto fail;
 	}
+	if (fs->glue != NULL && !fs->readonly &&
+	    glue_orphan_scan_start(fs, o->orphan_scan_ms) == -1) {
+		snprintf(err, errlen, "cannot start the orphan scan thread");
+		goto fail;
+	}
 	log_info("%s: OCFS2 volume %s \"%s\", %u-byte blocks, %u-byte clusters, %u slots%s%s, %s",
 	    device, fs->vol.uuid, fs->vol.label, fs->vol.block_bytes, fs->vol.cluster_bytes,
 	    fs->vol.max_slots, fs->vol.cluster_stack[0] ? ", cluster stack " : "",
@@ -465,13 +470,15 @@ super_unmount(struct fsd *fs)
 	int rc;
 
 	stop_commit_thread(fs);
+	if (fs->glue != NULL)
+		glue_orphan_scan_stop(fs->glue);
 	if (fs->journal != NULL) {
 		/*
 		 * ocfs2_dismount_volume's order: make everything durable at
 		 * home, empty the log, clear DIRTY_FL, then free the slot.
 		 * A failure leaves the journal dirty for the next mount.
 		 */
-		if ((rc = orphan_recover(fs, fs->slot)) != 0)
+		if ((rc = orphan_recover(fs, fs->slot)) < 0)
 			log_warnx("unmount: orphans: %s", strerror(-rc));
 		if ((rc = la_release(fs)) != 0 || (rc = tl_flush(fs)) != 0 ||
 		    (rc = journal_shutdown(fs)) != 0)

@@ -32,7 +32,8 @@ cleanup() {
 trap cleanup EXIT
 
 M=()
-mnt() { M[$1]=$(lc mount "$1") || { echo "mount on node$1 failed:"; lc log "$1" fsd | tail -n 20; return 1; }; }
+# A short orphan scan interval: the test waits for one scan.
+mnt() { M[$1]=$(lc mount "$1" -o orphan_scan=2) || { echo "mount on node$1 failed:"; lc log "$1" fsd | tail -n 20; return 1; }; }
 free_clusters() { stat -f -c %a "${M[1]}"; }
 # fsynced FILE LINE N: FILE holds LINE N times, made durable with fsync.
 fsynced() {
@@ -191,10 +192,20 @@ check "its orphan is gone from every orphan dir" sh -c \
 echo "-- a node killed in the middle of metadata work"
 mkdir "${M[3]}/work"
 fsynced "${M[3]}/durable" "fsync'ed before the crash" 100
+# Open on node3 when it dies, unlinked by node1: only an orphan scan of
+# node1's orphan dir can find that nobody has it open any more.
+scans_deleted() { cat "$LOCALCLUSTER_DIR"/node[123]/log/fsd.log | grep -c 'orphan scan: 1 orphans deleted'; }
+dd if=/dev/zero of="${M[1]}/held" bs=1M count=8 status=none
+exec 8<"${M[3]}/held"
+rm "${M[1]}/held"
+sleep 3
+check_eq "orphan scans leave it alone while node3 has it open" 0 "$(scans_deleted)"
+check_eq "node3 reads it whole" 8388608 "$(wc -c <&8)"
 (i=0; while :; do i=$((i + 1)); mkdir "${M[3]}/work/d$i" || break; : >"${M[3]}/work/d$i/f" || break; done) 2>/dev/null &
 BG+=($!)
 sleep 1
 lc kill 3 >/dev/null
+exec 8<&-
 bg_stop_all
 t0=$(date +%s%N)
 check "node1 writes into the dead node's directory" wait_for 30 sh -c ": >'${M[1]}/work/after'"
@@ -204,6 +215,9 @@ check "a survivor recovered the dead node's slot" wait_for 10 sh -c "cat '$LOCAL
 check_eq "node3's fsync'ed data survives" 2600 "$(wc -c <"${M[2]}/durable")"
 check "node2 lists the dead node's directories" ls "${M[2]}/work"
 check "node2 creates files after the recovery" sh -c "for i in 1 2 3 4 5; do : >\"${M[2]}/work/n\$i\" || exit 1; done"
+
+check "an orphan scan deletes the file node3 had open" wait_for 20 sh -c "test \$(cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -c 'orphan scan: 1 orphans deleted') -ge 1"
+check_eq "... once" 1 "$(scans_deleted)"
 
 echo "-- the killed node comes back"
 lc umount 3 >/dev/null 2>&1
