@@ -171,6 +171,7 @@ struct fsd {
 	struct fsd_stack *stack;		/* our hold on heartbeat (glue.h) */
 	struct fsd_lockres **lockres_hash;
 	struct fsd_lockres *super_lock;		/* SUPER: the slot map */
+	struct fsd_lockres *rename_lock;	/* RENAME: moves between directories */
 	struct fsd_lockres *gb_lock;		/* META of the global bitmap */
 };
 

@@ -397,7 +397,11 @@ dotdot_cb(void *arg, const struct fsd_dirent *d)
 
 /*
  * Is dir (or one of its ancestors) the directory moved? Walk ".." up to
- * the root. The journal serialises renames, so the tree holds still.
+ * the root. The tree holds still: here the journal serialises renames,
+ * in the cluster every move between directories holds the RENAME lock,
+ * ours now, and what others moved under it was written home when they
+ * gave it up. So an ancestor is read from the disk, not from a cache
+ * that no lock of ours keeps valid (what a reader or we hold stays).
  */
 static int
 is_within(struct fsd *fs, uint64_t dir, uint64_t moved)
@@ -412,6 +416,8 @@ is_within(struct fsd *fs, uint64_t dir, uint64_t moved)
 			return 1;
 		if (dir == fs->root_blkno)
 			return 0;
+		if (fs->glue != NULL)
+			block_forget_owner(fs, dir);
 		if ((rc = block_read(fs, dir, BLK_INODE, &b)) != 0)
 			return rc;
 		dd.ino = 0;
@@ -447,6 +453,9 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	if ((rc = journal_start(fs, &h)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	same = fsd_ino_to_blkno(fs, parent) == fsd_ino_to_blkno(fs, newparent);
+	/* before the directories: two nodes never hold them in opposite orders */
+	if (!same && (rc = handle_lock(&h, fs->rename_lock)) != 0)
+		goto stop;
 	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &op)) != 0)
 		goto stop;
 	if (!same && (rc = lock_ino(fs, fsd_ino_to_blkno(fs, newparent), &np)) != 0)

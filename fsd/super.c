@@ -220,6 +220,7 @@ system_locks(struct fsd *fs)
 	unsigned i;
 
 	fs->super_lock = lockres_get(fs, FSD_LOCK_SUPER, OCFS2_SUPER_BLOCK_BLKNO, 0, fs->slot_map);
+	fs->rename_lock = lockres_get(fs, FSD_LOCK_RENAME, 0, 0, 0);
 	fs->gb_lock = sysinode_lockres(fs, fs->global_bitmap);
 	for (i = 0; i < fs->vol.max_slots; i++)
 		fs->slots[i].journal_lock = sysinode_lockres(fs, fs->slots[i].journal);

@@ -146,6 +146,25 @@ for p in "${BG[@]}"; do wait "$p"; done
 BG=()
 check_eq "ra is empty" 0 "$(ls "${M[2]}/ra" | wc -l)"
 check_eq "rb holds all 300, once each" 300 "$(ls "${M[3]}/rb" | sort -u | wc -l)"
+# Opposite directions at once (each takes both directories' locks), and
+# directories moving into each other's trees.
+mkdir -p "${M[1]}/ra/da/sub" "${M[1]}/rb/db/sub"
+for i in $(seq 1 150); do : >"${M[1]}/ra/g$i"; done
+(for i in $(seq 1 150); do mv "${M[1]}/rb/f$i" "${M[1]}/ra/f$i"; done) &
+BG+=($!)
+(for i in $(seq 1 150); do mv "${M[2]}/ra/g$i" "${M[2]}/rb/g$i"; done) &
+BG+=($!)
+(for i in $(seq 1 20); do
+	mv "${M[3]}/ra/da" "${M[3]}/rb/db/sub/da" && mv "${M[3]}/rb/db/sub/da" "${M[3]}/ra/da"
+	mv "${M[3]}/rb/db" "${M[3]}/ra/da/sub/db" 2>/dev/null && mv "${M[3]}/ra/da/sub/db" "${M[3]}/rb/db"
+done) &
+BG+=($!)
+for p in "${BG[@]}"; do wait "$p"; done
+BG=()
+check_eq "moved both ways: ra holds f1-f150 and da" 151 "$(ls "${M[3]}/ra" | grep -cE '^(f([1-9]|[1-9][0-9]|1[0-4][0-9]|150)|da)$')"
+check_eq "rb holds f151-f300, g1-g150 and db" 301 "$(ls "${M[2]}/rb" | sort -u | wc -l)"
+expect_error "a directory cannot move into its own subtree" "Invalid argument" \
+    python3 -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])' "${M[2]}/ra/da" "${M[2]}/ra/da/sub/x"
 
 echo "-- flock(2) across nodes"
 echo 0 >"${M[1]}/counter"
