@@ -6,6 +6,9 @@
 # /usr/sbin; installing it starts nothing; lintian finds no warning.
 source "$(dirname "$0")/../lib.sh"
 
+# Under `make check`, make's variables (BUILD=, -j, the jobserver) would
+# reach the package's own make through the environment.
+unset MAKEFLAGS MFLAGS MAKELEVEL
 WORK=/tmp/ocfs2-test-debian-$$
 SRC=$WORK/ocfs2-userspace
 trap 'rm -rf "$WORK"' EXIT

@@ -6,8 +6,8 @@
 source "$(dirname "$0")/../lib.sh"
 
 DEMO=$TOP/scripts/demo
-DIR=/tmp/ocfs2-test-demo-$$
-PORT=$((20000 + RANDOM % 20000))
+DIR=${LOCALCLUSTER_DIR:-/tmp/ocfs2-test-demo-$$}
+PORT=${LOCALCLUSTER_PORT:-$((20000 + RANDOM % 20000))}
 FAKE=$DIR-build
 OUT=$DIR.out
 
