@@ -29,9 +29,11 @@ CC	?= cc
 CFLAGS	?= -O2 -g
 WARN	 = -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wpointer-arith -Wformat=2 -Wno-format-nonliteral -Wno-format-truncation
+# CPPFLAGS and LDFLAGS from the environment (dpkg-buildflags' hardening,
+# for one) come last.
 CPPFLAGS_ALL = -std=gnu11 $(WARN) -Icommon -Io2dlm -I$(BUILD)/proto -D_GNU_SOURCE \
-	   $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS) -MMD -MP
-LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS)
+	   $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS) -MMD -MP $(CPPFLAGS)
+LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS) $(LDFLAGS)
 
 DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c fsd/main.c)))
 TOOLS	 = o2ctl o2lock
