@@ -743,6 +743,28 @@ link_stop_all(struct netd *nd, const char *why)
 	}
 }
 
+/*
+ * The fence is cleared: listen again, and connect to every node hbd
+ * reports heartbeating (the others as their NODE_UP comes). A refusal
+ * was of a link of the fenced incarnation: it goes too.
+ */
+void
+link_resume_all(struct netd *nd)
+{
+	struct netd_node *n;
+	unsigned i;
+
+	if (nd->listen_ev != NULL && event_add(nd->listen_ev, NULL) == -1)
+		fatalx("cannot watch the listening socket");
+	for (i = 0; i < CC_MAX_NODES; i++) {
+		if ((n = nd->nodes[i]) == NULL || i == nd->self)
+			continue;
+		n->refused = 0;
+		expire_arm(nd, n);
+		link_schedule_connect(nd, n);
+	}
+}
+
 /* A node removed from the configuration. */
 void
 link_node_free(struct netd *nd, struct netd_node *n)
