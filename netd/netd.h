@@ -280,6 +280,8 @@ struct netd_node {
 	struct event		*connect_timer;
 	struct event		*expire_timer;
 	uint64_t		 last_attempt_ms;
+	uint64_t		 attempt_logged_ms;	/* last "connecting failed" line */
+	unsigned		 failed_attempts;	/* since that line */
 	uint64_t		 up_since_ms;
 	uint64_t		 nsent, nreceived;
 	struct rpc_list		 waiting;	/* sends before the first link comes up */
