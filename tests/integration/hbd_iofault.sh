@@ -67,6 +67,7 @@ fault_round() {
 	# A crashed and restarted hbd (systemd restarts it) is still fenced.
 	kill -9 "$(cat "$DIR/node3/pids/hbd.pid")"
 	check "$name: node3's hbd restarted after kill -9" start_shimmed
+	watch_start 3 "$DIR/${name}3b.json"
 	check_eq "$name: the restarted hbd is still fenced" true "$(hb_status 3 | jq .fenced)"
 	sleep $((2 * IVL / 1000 + 1))
 	check_eq "$name: and node3 still does not rejoin" "1 2" "$(live_nodes 1)"
@@ -74,6 +75,11 @@ fault_round() {
 	check "$name: o2ctl clear-fence (once the stalled write is over)" \
 	    wait_for 10 lc exec 3 "$O2CTL" clear-fence
 	t0=$SECONDS
+	# Subscribers hear of the clear before any node of the new incarnation.
+	check "$name: node3's hbd publishes the clear" \
+	    wait_for 5 has_event "$DIR/${name}3b.json" '.event=="unfenced"'
+	check_eq "$name: ... before any node-up" unfenced "$(grep -v subscribed "$DIR/${name}3b.json" |
+	    jq -r 'select(.event=="unfenced" or .event=="node-up") | .event' | head -n 1)"
 	check "$name: node3 rejoins" wait_for 10 live_is 1 "1 2 3"
 	for k in 3 1 2; do
 		check "$name: node$k: o2ctl status shows every node heartbeating and linked" \
