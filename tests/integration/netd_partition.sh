@@ -6,6 +6,7 @@
 # fences; a link that flaps for longer than the idle timeout but shorter
 # than the quorum delay fences nobody. Survivors keep every link to each
 # other, and see a fenced node's heartbeat die only after it fenced.
+# Cleared, a fenced node links up again without a restart.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 
@@ -99,5 +100,21 @@ check "node4 fences" wait_for 20 fenced 4
 for k in 1 2 3; do check "node$k does not" not_fenced $k; done
 check "nodes 1, 2, 3 keep every link to each other" mesh_up 3
 check "survivors see node4's heartbeat die" wait_for 20 link_hb 3 4 false
+
+echo "-- a verdict that hbd missed is carried out when hbd is back"
+for a in 1 2 3; do lc heal $a 4 >/dev/null; done
+check "node4: o2ctl clear-fence" lc exec 4 "$O2CTL" clear-fence
+check "all four linked again within 20 s" wait_for 20 mesh_up 4
+# Its heartbeat stops with hbd: the others drop node4's links, and its
+# netd, which keeps hbd's last membership, loses quorum with no hbd to
+# carry out the fence.
+kill -9 "$(cat "$LOCALCLUSTER_DIR/node4/pids/hbd.pid")"
+check "node4's netd fences without hbd" wait_for 20 fenced 4
+check "... and says that hbd must carry it out once back" grep -q \
+    "hbd is not connected: it cannot fence this node until it is back" \
+    "$LOCALCLUSTER_DIR/node4/log/netd.log"
+check "node4's hbd restarted" lc start 4
+check "the restarted hbd is asked again and fences" wait_for 10 sh -c \
+    "$(printf '%q ' "$LOCALCLUSTER" exec 4 "$O2CTL" --json heartbeat) | jq -e '.fenced and (.fence_reason | test(\"quorum lost\"))'"
 
 finish
