@@ -25,6 +25,7 @@ hb_event_seq(const Envelope *ev)
 	case ENVELOPE__PAYLOAD_NODE_EVENT: return ev->node_event->seq;
 	case ENVELOPE__PAYLOAD_REGION_EVENT: return ev->region_event->seq;
 	case ENVELOPE__PAYLOAD_FENCED_EVENT: return ev->fenced_event->seq;
+	case ENVELOPE__PAYLOAD_UNFENCED_EVENT: return ev->unfenced_event->seq;
 	default: return 0;
 	}
 }

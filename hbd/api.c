@@ -36,6 +36,7 @@ struct hb_event {
 	Hbd__NodeEvent		 node;
 	Hbd__RegionEvent	 region;
 	Hbd__FencedEvent	 fenced;
+	Hbd__UnfencedEvent	 unfenced;
 	char			*s1, *s2, *s3;	/* owned strings */
 };
 
@@ -251,6 +252,21 @@ api_fenced_event(struct hbd *h, const char *reason, const char *method)
 	e->env.type = MSG_TYPE__MSG_HBD_FENCED;
 	e->env.payload_case = ENVELOPE__PAYLOAD_FENCED_EVENT;
 	e->env.fenced_event = &e->fenced;
+	enqueue(h, e);
+}
+
+void
+api_unfenced_event(struct hbd *h, const char *reason)
+{
+	struct hb_event *e = event_new_seq(h);
+
+	hbd__unfenced_event__init(&e->unfenced);
+	e->unfenced.seq = e->seq;
+	e->unfenced.reason = e->s1 = xstrdup(reason);
+	e->unfenced.time_ms = wall_ms();
+	e->env.type = MSG_TYPE__MSG_HBD_UNFENCED;
+	e->env.payload_case = ENVELOPE__PAYLOAD_UNFENCED_EVENT;
+	e->env.unfenced_event = &e->unfenced;
 	enqueue(h, e);
 }
 

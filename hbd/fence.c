@@ -14,7 +14,9 @@
  * A fenced hbd stays fenced, refusing regions and writers, until an
  * admin runs o2ctl clear-fence: it must not rejoin on its own. The state
  * is kept in <rundir>/hbd.fenced, so that an hbd restarted after a crash
- * (or by systemd) is fenced too.
+ * (or by systemd) is fenced too. Subscribers hear of the clear
+ * (MSG_HBD_UNFENCED), so that the node's other daemons rejoin without
+ * a restart.
  */
 #include <sys/reboot.h>
 #include <sys/syscall.h>
@@ -225,6 +227,9 @@ fence_clear(struct hbd *h)
 	free(path);
 	log_info("fence cleared by the admin (was: %s)", h->fence_reason);
 	h->fenced = 0;
+	/* Before the regions restart: netd and dlmd hear of the clear
+	 * before any node comes up in the new incarnation. */
+	api_unfenced_event(h, h->fence_reason);
 	h->fence_reason[0] = '\0';
 	/* Failed leftovers of the fenced incarnation are started afresh. */
 	while ((r = TAILQ_FIRST(&h->regions)) != NULL)

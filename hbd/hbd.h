@@ -246,6 +246,7 @@ void	api_node_event(struct hbd *, int up, unsigned node, uint64_t gen,
 void	api_region_event(struct hbd *, Hbd__RegionEventKind, const char *region,
 	    const char *reason);
 void	api_fenced_event(struct hbd *, const char *reason, const char *method);
+void	api_unfenced_event(struct hbd *, const char *reason);
 
 struct hb_writer {
 	LIST_ENTRY(hb_writer)	 entry;

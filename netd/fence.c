@@ -4,6 +4,7 @@
  * itself: hbd is asked to carry out the cluster's fence method (it owns
  * the disk writers), and netd stops every link at once so that this node
  * takes part in nothing more; subscribers hear it as a quorum event.
+ * Only the admin's clear-fence, which hbd reports, lifts it.
  */
 #include <stdio.h>
 
@@ -49,6 +50,24 @@ fence_check(struct netd *nd, int fence)
 		fence_now(nd);
 	if (nd->quo_timer != NULL)
 		arm(nd);
+}
+
+/*
+ * The admin cleared the fence (o2ctl clear-fence, through hbd): this node
+ * takes part again, as a new incarnation that hbd brings up. Links come
+ * back as hbd reports each peer heartbeating.
+ */
+void
+fence_lift(struct netd *nd, const char *how)
+{
+	if (!nd->fenced)
+		return;
+	nd->fenced = 0;
+	quo_unfence(&nd->quo);
+	log_info("the fence is cleared (%s): listening and connecting again", how);
+	api_publish_quorum(nd, "the fence is cleared");
+	link_resume_all(nd);
+	fence_check(nd, 0);
 }
 
 static void

@@ -5,9 +5,12 @@
  * hears of a death only after netd has failed that node's requests.
  * netd serves its socket whether or not hbd is there yet; it keeps
  * trying, and each (re)subscription starts from the membership that
- * hbd's reply carries.
+ * hbd's reply carries. hbd's fence stops every link until hbd reports
+ * it cleared; a fence of our quorum that never reached hbd is asked for
+ * again when hbd is back.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,8 +62,16 @@ on_subscribed(const Envelope *rep, void *arg)
 	st = rep->hb_status;
 	if (st->fenced) {
 		log_warnx("hbd reports this node fenced: %s", st->fence_reason);
+		nd->hbd_fenced = 1;
 		nd->fenced = 1;
 		link_stop_all(nd, "hbd fenced this node");
+	} else if (nd->fenced && nd->hbd_fenced) {
+		/* hbd had it: the admin cleared it while we were away. */
+		nd->hbd_fenced = 0;
+		fence_lift(nd, "while hbd was away");
+	} else if (nd->fenced) {
+		/* Quorum's verdict never reached hbd: it still must fence. */
+		hb_fence(nd, nd->quo.reason);
 	}
 	for (i = 0; i < st->n_live_nodes; i++)
 		if (st->live_nodes[i] < CC_MAX_NODES)
@@ -86,8 +97,22 @@ static void
 on_fenced(struct netd *nd, const Envelope *ev)
 {
 	log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
+	nd->hbd_fenced = 1;
+	if (nd->fenced)
+		return;		/* our quorum's verdict: links are stopped */
 	nd->fenced = 1;
 	link_stop_all(nd, "hbd fenced this node");
+}
+
+/* Delivered before hbd restarts its regions: NODE_UPs follow. */
+static void
+on_unfenced(struct netd *nd, const Envelope *ev)
+{
+	char how[600];
+
+	snprintf(how, sizeof(how), "was: %s", ev->unfenced_event->reason);
+	nd->hbd_fenced = 0;
+	fence_lift(nd, how);
 }
 
 /* The events we act on; hbd's others (regions) are not netd's business. */
@@ -98,6 +123,7 @@ static const struct {
 } hb_events[] = {
 	{ MSG_TYPE__MSG_HBD_NODE_EVENT, ENVELOPE__PAYLOAD_NODE_EVENT, on_node_event },
 	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, on_fenced },
+	{ MSG_TYPE__MSG_HBD_UNFENCED, ENVELOPE__PAYLOAD_UNFENCED_EVENT, on_unfenced },
 };
 
 /*
@@ -158,15 +184,18 @@ hb_start(struct netd *nd)
 static void
 on_fence_reply(const Envelope *rep, void *arg)
 {
-	(void)arg;
+	struct netd *nd = arg;
+
 	if (rep == NULL)
 		log_warnx("hbd went away before carrying out the fence");
 	else if (rep->status != 0)
 		log_warnx("hbd did not carry out the fence (%s); netd has "
 		    "stopped every link", rep->error[0] ? rep->error :
 		    strerror(rep->status));
-	else
+	else {
 		log_info("hbd is fencing this node");
+		nd->hbd_fenced = 1;
+	}
 }
 
 /* The fence method (killing disk writers, or a reboot) is hbd's to run. */
@@ -177,8 +206,8 @@ hb_fence(struct netd *nd, const char *reason)
 	Hbd__FencedEvent fe = HBD__FENCED_EVENT__INIT;
 
 	if (nd->hbd == NULL) {
-		log_warnx("hbd is not connected: it cannot fence this node; "
-		    "netd has stopped every link");
+		log_warnx("hbd is not connected: it cannot fence this node "
+		    "until it is back; netd has stopped every link");
 		return;
 	}
 	fe.reason = (char *)reason;

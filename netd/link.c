@@ -33,6 +33,8 @@ static void	link_event(struct bufferevent *, short, void *);
 static void	link_schedule_connect(struct netd *, struct netd_node *);
 static void	expire_arm(struct netd *, struct netd_node *);
 
+#define ATTEMPT_LOG_MS	5000	/* failed connects: one line at most this often */
+
 static const char *
 addr_str(uint32_t addr, char *buf, size_t len)
 {
@@ -241,6 +243,8 @@ link_established(struct link *l)
 	l->state = LS_UP;
 	n->up_since_ms = now_ms();
 	n->last_error[0] = '\0';
+	n->failed_attempts = 0;
+	n->attempt_logged_ms = 0;
 	evtimer_del(n->expire_timer);
 	ka_link_start(l);
 	log_info("%s node %u (%s) at %s:%u%s", l->outgoing ? "connected to" :
@@ -421,6 +425,28 @@ link_read(struct bufferevent *bev, void *arg)
 	}
 }
 
+/*
+ * An attempt of ours that did not become a link. Each one shows in the
+ * log, but at most one line per ATTEMPT_LOG_MS, counting those it
+ * stands for: a peer that keeps refusing us must be visible without
+ * flooding the log.
+ */
+static void
+attempt_failed(struct netd *nd, struct netd_node *n, const char *why)
+{
+	uint64_t now = now_ms();
+
+	n->failed_attempts++;
+	if (n->attempt_logged_ms != 0 && now - n->attempt_logged_ms < ATTEMPT_LOG_MS)
+		return;
+	log_info("connecting to node %u (%s) failed: %s (%u failed attempt%s since "
+	    "the last line; retrying every %u ms)", n->num, n->name, why,
+	    n->failed_attempts, n->failed_attempts == 1 ? "" : "s",
+	    nd->reconnect_delay_ms);
+	n->attempt_logged_ms = now;
+	n->failed_attempts = 0;
+}
+
 static void
 link_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -441,10 +467,10 @@ link_event(struct bufferevent *bev, short what, void *arg)
 	else
 		snprintf(why, sizeof(why), "%s",
 		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-	if (l->state == LS_CONNECTING)
-		log_debug("connect to node %u: %s", l->node->num, why);
+	if (l->outgoing && l->state != LS_UP)
+		attempt_failed(l->nd, l->node, why);
 	else if (l->state == LS_HANDSHAKE)
-		log_info("link to node %u %s", l->node->num, why);
+		log_info("link from node %u %s", l->node->num, why);
 	link_close(l, why, 0);
 }
 
@@ -740,6 +766,28 @@ link_stop_all(struct netd *nd, const char *why)
 		if (n->link != NULL)
 			link_close(n->link, why, 0);
 		rpc_node_unreachable(nd, n, ENOTCONN);
+	}
+}
+
+/*
+ * The fence is cleared: listen again, and connect to every node hbd
+ * reports heartbeating (the others as their NODE_UP comes). A refusal
+ * was of a link of the fenced incarnation: it goes too.
+ */
+void
+link_resume_all(struct netd *nd)
+{
+	struct netd_node *n;
+	unsigned i;
+
+	if (nd->listen_ev != NULL && event_add(nd->listen_ev, NULL) == -1)
+		fatalx("cannot watch the listening socket");
+	for (i = 0; i < CC_MAX_NODES; i++) {
+		if ((n = nd->nodes[i]) == NULL || i == nd->self)
+			continue;
+		n->refused = 0;
+		expire_arm(nd, n);
+		link_schedule_connect(nd, n);
 	}
 }
 

@@ -178,6 +178,7 @@ int	quo_conn_up(struct quorum *, unsigned node);
 int	quo_conn_err(struct quorum *, unsigned node, uint64_t now_ms);
 int	quo_tick(struct quorum *, uint64_t now_ms);	/* runs due still-up checks */
 uint64_t quo_next_deadline(const struct quorum *);	/* 0: none */
+void	quo_unfence(struct quorum *);
 
 /* ------------------------------------------------------------ netd state */
 
@@ -279,6 +280,8 @@ struct netd_node {
 	struct event		*connect_timer;
 	struct event		*expire_timer;
 	uint64_t		 last_attempt_ms;
+	uint64_t		 attempt_logged_ms;	/* last "connecting failed" line */
+	unsigned		 failed_attempts;	/* since that line */
 	uint64_t		 up_since_ms;
 	uint64_t		 nsent, nreceived;
 	struct rpc_list		 waiting;	/* sends before the first link comes up */
@@ -330,6 +333,7 @@ struct netd {
 	struct event		*nmd_retry;
 	struct ipc_conn		*hbd;
 	int			 hbd_connected;
+	int			 hbd_fenced;	/* hbd has our fence on record */
 };
 
 
@@ -352,6 +356,7 @@ void	link_node_down(struct netd *, struct netd_node *);
 void	link_close(struct link *, const char *why, int persistent);
 void	link_send_frame(struct link *, struct wire_hdr *, const uint8_t *payload, size_t len);
 void	link_stop_all(struct netd *, const char *why);
+void	link_resume_all(struct netd *);
 void	link_node_free(struct netd *, struct netd_node *);
 int	link_is_up(const struct netd_node *);
 
@@ -364,6 +369,7 @@ void	ka_hs_start(struct link *);
 /* fence.c: quorum's timer and its verdict. */
 void	fence_start(struct netd *);
 void	fence_check(struct netd *, int fence);	/* after any quo_* call */
+void	fence_lift(struct netd *, const char *how);	/* hbd's fence was cleared */
 
 /* rpc.c: requests in flight. */
 void	rpc_link_up(struct netd *, struct netd_node *);

@@ -183,3 +183,17 @@ quo_next_deadline(const struct quorum *q)
 			next = q->still_up_at[n];
 	return next;
 }
+
+/*
+ * The fence was cleared: its verdict goes, and so do a pending decision
+ * and the still-up checks that the fenced incarnation's lost links
+ * scheduled, which would otherwise judge the new one by them.
+ */
+void
+quo_unfence(struct quorum *q)
+{
+	q->fenced = 0;
+	q->pending = 0;
+	q->reason[0] = '\0';
+	memset(q->still_up_at, 0, sizeof(q->still_up_at));
+}

@@ -69,6 +69,15 @@ lc_setup() {
 	trap 'lc down >/dev/null 2>&1 || true' EXIT
 }
 
+# status_linked K N: o2ctl status on node K of N shows it not fenced, and
+# every other node heartbeating and linked.
+status_linked() {
+	lc exec "$1" "$O2CTL" --json status | jq -e --argjson n "$2" '
+		(.fenced | not) and (.nodes | length == $n) and
+		all(.nodes[] | select(.local | not);
+		    .heartbeat == "up" and .link == "up")'
+}
+
 finish() {
 	printf '%s: %d passed, %d failed\n' "$TEST_NAME" "$PASSED" "$FAILED"
 	[[ $FAILED -eq 0 ]]

@@ -475,6 +475,23 @@ print_event(struct o2ctl *ctl, const Envelope *ev, uint64_t recv)
 		printf("}\n");
 		return f->seq;
 	}
+	case ENVELOPE__PAYLOAD_UNFENCED_EVENT: {
+		const Hbd__UnfencedEvent *u = ev->unfenced_event;
+
+		if (!ctl->json) {
+			printf("unfenced time %llu was %s\n",
+			    (unsigned long long)u->time_ms, u->reason);
+			return u->seq;
+		}
+		printf("{");
+		json_key(stdout, &first, "event"); json_str(stdout, "unfenced");
+		json_key(stdout, &first, "seq"); printf("%llu", (unsigned long long)u->seq);
+		json_key(stdout, &first, "reason"); json_str(stdout, u->reason);
+		json_key(stdout, &first, "time_ms"); printf("%llu", (unsigned long long)u->time_ms);
+		json_key(stdout, &first, "recv_ms"); printf("%llu", (unsigned long long)recv);
+		printf("}\n");
+		return u->seq;
+	}
 	default:
 		return 0;
 	}

@@ -2,11 +2,15 @@
 # Self-fencing on a slow and on a failing disk: node3's I/O goes through
 # an LD_PRELOAD shim; when its heartbeat write stalls or fails, node3
 # kills its registered disk writers and fences itself before its peers
-# declare it dead. Fenced, it stays out until the admin clears it.
+# declare it dead. Fenced, it stays out until the admin clears it; then
+# it rejoins, links included, without a restart of its daemons.
 # (With every node's disk stalled nobody fences, by netd's negotiation:
 # hbd_nego.sh.)
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/hbd_lib.inc"
+
+# Links are checked: a port of our own, as the netd tests pick theirs.
+export LOCALCLUSTER_PORT=${LOCALCLUSTER_PORT:-$((20000 + RANDOM % 20000))}
 
 lc_setup
 DIR=$LOCALCLUSTER_DIR
@@ -53,6 +57,8 @@ fault_round() {
 	check "$name: the writer was killed" wait_for 2 sh -c "! kill -0 $writer 2>/dev/null"
 	wait $writer 2>/dev/null
 	check_eq "$name: node3 reports fenced" true "$(hb_status 3 | jq .fenced)"
+	check "$name: node3's netd is fenced too" \
+	    sh -c "$(printf '%q ' "$LOCALCLUSTER" exec 3 "$O2CTL" --json net-status) | jq -e .quorum.fenced"
 	: >"$CTL"
 	sleep $((2 * IVL / 1000 + 1))
 	check_eq "$name: fenced node3 does not rejoin on its own" "1 2" "$(live_nodes 1)"
@@ -61,13 +67,25 @@ fault_round() {
 	# A crashed and restarted hbd (systemd restarts it) is still fenced.
 	kill -9 "$(cat "$DIR/node3/pids/hbd.pid")"
 	check "$name: node3's hbd restarted after kill -9" start_shimmed
+	watch_start 3 "$DIR/${name}3b.json"
 	check_eq "$name: the restarted hbd is still fenced" true "$(hb_status 3 | jq .fenced)"
 	sleep $((2 * IVL / 1000 + 1))
 	check_eq "$name: and node3 still does not rejoin" "1 2" "$(live_nodes 1)"
 	# A write stalled by the shim still sleeps: clear-fence waits for it.
 	check "$name: o2ctl clear-fence (once the stalled write is over)" \
 	    wait_for 10 lc exec 3 "$O2CTL" clear-fence
+	t0=$SECONDS
+	# Subscribers hear of the clear before any node of the new incarnation.
+	check "$name: node3's hbd publishes the clear" \
+	    wait_for 5 has_event "$DIR/${name}3b.json" '.event=="unfenced"'
+	check_eq "$name: ... before any node-up" unfenced "$(grep -v subscribed "$DIR/${name}3b.json" |
+	    jq -r 'select(.event=="unfenced" or .event=="node-up") | .event' | head -n 1)"
 	check "$name: node3 rejoins" wait_for 10 live_is 1 "1 2 3"
+	for k in 3 1 2; do
+		check "$name: node$k: o2ctl status shows every node heartbeating and linked" \
+		    wait_for 20 status_linked $k 3
+	done
+	echo "   $((SECONDS - t0)) s from clear-fence to these checks"
 	# The write timeout is armed from steady state on, as o2hb's.
 	check "$name: node3's region is steady again" \
 	    wait_for 10 sh -c "$(printf '%q ' "$LOCALCLUSTER" exec 3 "$O2CTL" --json heartbeat) | jq -e '.regions[0].state == \"steady\"'"

@@ -253,3 +253,48 @@ Test(quorum, the_delay_counts_from_the_first_loss)
 	cr_assert_eq(quo_next_deadline(&q), 3000 + DELAY);
 	cr_assert_eq(quo_tick(&q, 3000 + DELAY), 1);
 }
+
+/*
+ * 2|2 fences node 3; its links stop (a check scheduled for node 4) and
+ * hbd stops its heartbeat. Once the fence is cleared nothing of that
+ * verdict is left, and the new incarnation is judged again.
+ */
+Test(quorum, a_cleared_fence_leaves_nothing_behind_and_decides_again)
+{
+	static const struct step fenced[] = {
+		{ CONN_ERR, 1, 4, 3, 1, 0 },
+		{ CONN_ERR, 2, 4, 2, 2, 0 },
+		{ TICK, DELAY, 4, 2, 0, 1 },	/* half, without node 1 */
+		{ CONN_ERR, 4, 4, 1, 1, 1 },	/* fenced: every link stops */
+		{ HB_DOWN, 1, 3, 1, 1, 1 },
+		{ HB_DOWN, 2, 2, 1, 1, 1 },
+		{ HB_DOWN, 4, 1, 1, 0, 1 },
+		{ HB_DOWN, 3, 0, 1, 0, 1 },
+		{ END, 0, 0, 0, 0, 0 },
+	};
+	static const struct step again[] = {
+		{ HB_UP, 1, 1, 1, 1, 0 },
+		{ HB_UP, 2, 2, 1, 2, 0 },
+		{ HB_UP, 3, 3, 1, 2, 0 },
+		{ HB_UP, 4, 4, 1, 3, 0 },
+		{ CONN_UP, 1, 4, 2, 2, 0 },
+		{ CONN_UP, 2, 4, 3, 1, 0 },
+		{ TICK, 3 * DELAY, 4, 3, 1, 0 },	/* node 4's old check is gone: still held */
+		{ CONN_UP, 4, 4, 4, 0, 0 },
+		{ CONN_ERR, 1, 4, 3, 1, 0 },
+		{ CONN_ERR, 2, 4, 2, 2, 0 },
+		{ TICK, 4 * DELAY, 4, 2, 0, 1 },
+		{ END, 0, 0, 0, 0, 0 },
+	};
+	struct quorum q;
+
+	cluster_up(&q, 3, four, 4);
+	run(&q, fenced, "fenced");
+	cr_assert_eq(quo_next_deadline(&q), DELAY);
+	quo_unfence(&q);
+	cr_assert_eq(q.fenced, 0);
+	cr_assert_eq(q.pending, 0);
+	cr_assert_str_empty(q.reason);
+	cr_assert_eq(quo_next_deadline(&q), 0);
+	run(&q, again, "again");
+}
