@@ -136,9 +136,14 @@ struct fsd_glue;
 struct fsd_stack;
 struct fsd_handle;
 
+/* When reads update atime (mount options; main.c sets them after the mount). */
+enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
+
 struct fsd {
 	struct volume	 vol;
 	int		 readonly;
+	enum fsd_atime	 atime;
+	unsigned	 atime_quantum;		/* strictatime: seconds atime may lag */
 	unsigned	 bbits, cbits;		/* log2 block / cluster size */
 	unsigned	 bpc;			/* blocks per cluster */
 	uint32_t	 fs_generation;
@@ -312,6 +317,14 @@ int	 inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gi
 int	 inode_wipe(struct fsd_handle *h, struct fsd_buf *ib);
 /* Stamp the current time into the chosen fields. */
 void	 inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime);
+/*
+ * Does reading the locked inode di at now call for a new atime under
+ * fs->atime? Never on a read-only mount. Pure but for fs's fields.
+ */
+int	 inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di,
+	    const struct timespec *now);
+/* Set atime to now in a handle of its own, if still due under the EX lock. */
+void	 inode_touch_atime(struct fsd *fs, struct fsd_inode *ip);
 
 /* extent.c */
 struct fsd_extent {
