@@ -204,6 +204,8 @@ void	 block_forget(struct fsd *fs, uint64_t blkno);
 void	 block_forget_owner(struct fsd *fs, uint64_t owner);
 /* Plain block I/O outside the cache (data, journal): -errno on failure. */
 int	 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf);
+/* Make blocks [blkno, blkno+count) read as zeros, without a write where the device can. */
+int	 block_zero(struct fsd *fs, uint64_t blkno, uint64_t count);
 /* An O_DIRECT-aligned buffer that is NOT zeroed (large data I/O; free()). */
 void	*io_alloc(size_t bytes);
 /* Is the range [blkno, blkno+count) inside the volume's whole clusters? */
