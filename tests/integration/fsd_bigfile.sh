@@ -99,7 +99,9 @@ check "fsck clean" fsck_clean "$D/v.img"
 
 echo "-- a device that cannot punch holes: zeros are written"
 echo "fallocate eopnotsupp" >"$D/iofault.ctl"
-LD_PRELOAD=$BUILD/tests/libiofault.so IOFAULT_PATH=$D/v.img IOFAULT_CTL=$D/iofault.ctl \
+# a sanitized fsd wants its ASan runtime first in the list
+PRELOAD="$(ldd "$FSD" | awk '/libasan/ {print $3}') $BUILD/tests/libiofault.so"
+LD_PRELOAD=$PRELOAD IOFAULT_PATH=$D/v.img IOFAULT_CTL=$D/iofault.ctl \
     run_check "mount with fallocate failing" fsd_mount "$D/v.img" "$MNT"
 check "stale data to free" bash -c "head -c 33554432 /dev/urandom >'$MNT/junk' && sync '$MNT/junk'"
 check "freed" rm "$MNT/small" "$MNT/junk"
