@@ -7,6 +7,8 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +144,40 @@ block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf)
 		return rc;
 	}
 	return 0;
+}
+
+#define ZERO_CHUNK	(1u << 20)
+
+int
+block_zero(struct fsd *fs, uint64_t blkno, uint64_t count)
+{
+	static const int modes[] = { FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	    FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE };
+	uint64_t n, max = ZERO_CHUNK >> fs->bbits;
+	uint8_t *buf;
+	size_t i;
+	int rc = 0;
+
+	if (!block_in_volume(fs, blkno, count))
+		return -EIO;
+	/*
+	 * Let the device zero the range itself: an image file gets a hole
+	 * (and stays sparse), a block device zeroes in the kernel. Only
+	 * where neither works do the zeros cross over as writes, which
+	 * then report any real error.
+	 */
+	for (i = 0; i < nitems(modes); i++)
+		if (fallocate(fs->vol.fd, modes[i], (off_t)(blkno << fs->bbits),
+		    (off_t)(count << fs->bbits)) == 0)
+			return 0;
+	if ((buf = volume_alloc((count < max ? count : max) << fs->bbits)) == NULL)
+		return -ENOMEM;
+	for (; rc == 0 && count > 0; blkno += n, count -= n) {
+		n = count < max ? count : max;
+		rc = block_io(fs, 1, blkno, (unsigned)n, buf);
+	}
+	free(buf);
+	return rc;
 }
 
 void

@@ -15,8 +15,6 @@
 
 #include "fsd.h"
 
-#define ZERO_CHUNK	(1u << 20)
-
 /*
  * Each FUSE worker keeps one aligned buffer for writes: a fresh 1 MB
  * buffer per request costs more in page faults than the copy itself.
@@ -64,7 +62,10 @@ wbuf_get(size_t n)
 	return w->p;
 }
 
-/* Read or write whole blocks [lblk, lblk+n) of a file through its extents. */
+/*
+ * Read or write whole blocks [lblk, lblk+n) of a file through its
+ * extents; a write without buf writes zeros.
+ */
 static int
 file_blocks(struct fsd *fs, const struct ocfs2_dinode *di, int write, uint64_t lblk,
     uint64_t n, uint8_t *buf)
@@ -82,11 +83,16 @@ file_blocks(struct fsd *fs, const struct ocfs2_dinode *di, int write, uint64_t l
 			    "non-sparse file");
 			return -EIO;
 		}
-		if ((rc = block_io(fs, write, ex.pblk, (unsigned)k, buf)) != 0)
+		if (buf == NULL)
+			rc = block_zero(fs, ex.pblk, k);
+		else
+			rc = block_io(fs, write, ex.pblk, (unsigned)k, buf);
+		if (rc != 0)
 			return rc;
 		lblk += k;
 		n -= k;
-		buf += k << fs->bbits;
+		if (buf != NULL)
+			buf += k << fs->bbits;
 	}
 	return 0;
 }
@@ -136,7 +142,7 @@ file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t
 
 	if (from >= to)
 		return 0;
-	if ((buf = volume_alloc(ZERO_CHUNK)) == NULL)
+	if ((buf = volume_alloc(bs)) == NULL)
 		return -ENOMEM;
 	if (from % bs != 0) {
 		/* the head block keeps what lies before from */
@@ -148,13 +154,10 @@ file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t
 			rc = file_blocks(fs, di, 1, lblk, 1, buf);
 			from = stop;
 		}
-		memset(buf, 0, bs);
 	}
-	while (rc == 0 && from + bs <= to) {
+	if (rc == 0 && from + bs <= to) {
 		nblk = (to - from) / bs;
-		if (nblk > ZERO_CHUNK / bs)
-			nblk = ZERO_CHUNK / bs;
-		rc = file_blocks(fs, di, 1, from >> fs->bbits, nblk, buf);
+		rc = file_blocks(fs, di, 1, from >> fs->bbits, nblk, NULL);
 		from += nblk * bs;
 	}
 	if (rc == 0 && from < to) {

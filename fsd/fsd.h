@@ -139,9 +139,14 @@ struct fsd_glue;
 struct fsd_stack;
 struct fsd_handle;
 
+/* When reads update atime (mount options; main.c sets them after the mount). */
+enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
+
 struct fsd {
 	struct volume	 vol;
 	int		 readonly;
+	enum fsd_atime	 atime;
+	unsigned	 atime_quantum;		/* strictatime: seconds atime may lag */
 	unsigned	 bbits, cbits;		/* log2 block / cluster size */
 	unsigned	 bpc;			/* blocks per cluster */
 	uint32_t	 fs_generation;
@@ -203,6 +208,8 @@ void	 block_forget(struct fsd *fs, uint64_t blkno);
 void	 block_forget_owner(struct fsd *fs, uint64_t owner);
 /* Plain block I/O outside the cache (data, journal): -errno on failure. */
 int	 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf);
+/* Make blocks [blkno, blkno+count) read as zeros, without a write where the device can. */
+int	 block_zero(struct fsd *fs, uint64_t blkno, uint64_t count);
 /* An O_DIRECT-aligned buffer that is NOT zeroed (large data I/O; free()). */
 void	*io_alloc(size_t bytes);
 /* Is the range [blkno, blkno+count) inside the volume's whole clusters? */
@@ -317,6 +324,14 @@ int	 inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gi
 int	 inode_wipe(struct fsd_handle *h, struct fsd_buf *ib);
 /* Stamp the current time into the chosen fields. */
 void	 inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime);
+/*
+ * Does reading the locked inode di at now call for a new atime under
+ * fs->atime? Never on a read-only mount. Pure but for fs's fields.
+ */
+int	 inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di,
+	    const struct timespec *now);
+/* Set atime to now in a handle of its own, if still due under the EX lock. */
+void	 inode_touch_atime(struct fsd *fs, struct fsd_inode *ip);
 
 /* extent.c */
 struct fsd_extent {

@@ -357,6 +357,77 @@ inode_to_stat(struct fsd *fs, const struct ocfs2_dinode *di, struct stat *st)
 	st->st_ctim.tv_nsec = LE32(di->i_ctime_nsec);
 }
 
+/* ---- access times -------------------------------------------------------- */
+
+static int
+time_cmp(uint64_t as, uint32_t ans, uint64_t bs, uint32_t bns)
+{
+	if (as != bs)
+		return as < bs ? -1 : 1;
+	if (ans != bns)
+		return ans < bns ? -1 : 1;
+	return 0;
+}
+
+int
+inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct timespec *now)
+{
+	uint64_t as = LE64(di->i_atime);
+	uint32_t ans = LE32(di->i_atime_nsec);
+	int64_t age = (int64_t)((uint64_t)now->tv_sec - as);
+
+	if (fs->readonly)
+		return 0;
+	switch (fs->atime) {
+	case FSD_NOATIME:
+		return 0;
+	case FSD_STRICTATIME:
+		/* ocfs2's atime_quantum: each update costs an EX cluster lock */
+		return age > (int64_t)fs->atime_quantum;
+	case FSD_RELATIME:
+		break;
+	}
+	/* Linux's relatime: once after each change, and at least daily */
+	if (time_cmp(as, ans, LE64(di->i_mtime), LE32(di->i_mtime_nsec)) <= 0 ||
+	    time_cmp(as, ans, LE64(di->i_ctime), LE32(di->i_ctime_nsec)) <= 0)
+		return 1;
+	return age >= 24 * 60 * 60;
+}
+
+void
+inode_touch_atime(struct fsd *fs, struct fsd_inode *ip)
+{
+	struct ocfs2_dinode *di;
+	struct fsd_handle h;
+	struct timespec now;
+	struct fsd_buf *b;
+	int rc;
+
+	if ((rc = journal_start(fs, &h)) != 0)
+		goto fail;
+	if ((rc = inode_lock_block(fs, ip, LKM_EX, &b)) != 0) {
+		journal_stop(&h, 1);
+		goto fail;
+	}
+	di = (struct ocfs2_dinode *)b->data;
+	clock_gettime(CLOCK_REALTIME, &now);
+	/* another reader may have been first */
+	if (inode_atime_due(fs, di, &now) && (rc = journal_access(&h, b)) == 0) {
+		di->i_atime = htole64((uint64_t)now.tv_sec);
+		di->i_atime_nsec = htole32((uint32_t)now.tv_nsec);
+		journal_dirty(&h, b);
+	}
+	inode_unlock_block(fs, ip, LKM_EX, b);
+	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc == 0)
+		return;
+fail:
+	/* the read itself went well: it does not fail for its atime */
+	log_warnx("inode %llu: atime not updated: %s", (unsigned long long)ip->blkno,
+	    strerror(-rc));
+}
+
 /* ---- creating and wiping inodes (inside a handle) ------------------------ */
 
 static uint32_t next_generation;

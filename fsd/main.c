@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ struct cmdline {
 	int		 verbose;
 	int		 debug;
 	unsigned	 threads;
+	enum fsd_atime	 atime;
+	unsigned	 atime_quantum;
 	struct fsd_mount_opts mo;
 	char		*fuse_opts;	/* what FUSE gets from -o */
 };
@@ -37,7 +40,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT\n"
 	    "  -o ro|rw, nocluster, node=N (slot map owner without a cluster, 0), commit=S (5),\n"
-	    "     cache_blocks=N, threads=N,\n"
+	    "     cache_blocks=N, threads=N, relatime|noatime|strictatime, atime_quantum=S (60),\n"
 	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0,\n"
 	    "     and FUSE mount options (allow_other, ...)\n");
 	exit(2);
@@ -101,6 +104,17 @@ parse_o(struct cmdline *c, const char *arg)
 			if (parse_ulong(opt + 8, 10, 256, &v) == -1 || v == 0)
 				fatalx("bad threads: %s", opt + 8);
 			c->threads = (unsigned)v;
+		} else if (strcmp(opt, "relatime") == 0) {
+			c->atime = FSD_RELATIME;
+		} else if (strcmp(opt, "noatime") == 0) {
+			c->atime = FSD_NOATIME;
+			append_opt(&c->fuse_opts, "noatime");	/* shows in /proc/mounts */
+		} else if (strcmp(opt, "strictatime") == 0) {
+			c->atime = FSD_STRICTATIME;
+		} else if (strncmp(opt, "atime_quantum=", 14) == 0) {
+			if (parse_ulong(opt + 14, 10, UINT_MAX, &v) == -1)
+				fatalx("bad atime_quantum: %s", opt + 14);
+			c->atime_quantum = (unsigned)v;
 		} else if (strcmp(opt, "nocluster") == 0) {
 			c->mo.nocluster = 1;
 		} else if (strcmp(opt, "writeback_cache=0") == 0 || strcmp(opt, "no_writeback_cache") == 0) {
@@ -128,6 +142,7 @@ parse_cmdline(struct cmdline *c, int argc, char **argv)
 	memset(c, 0, sizeof(*c));
 	c->mo.cache_blocks = 16384;
 	c->threads = 8;
+	c->atime_quantum = 60;	/* ocfs2's default */
 	while ((ch = getopt_long(argc, argv, "fvdo:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
@@ -177,6 +192,8 @@ main(int argc, char **argv)
 		log_warnx("cannot mount %s: %s", c.device, err);
 		return 1;
 	}
+	fs.atime = c.atime;
+	fs.atime_quantum = c.atime_quantum;
 	if (fs.glue != NULL) {
 		/* what another node changes must show at once: the kernel keeps nothing */
 		fsd_timeouts.attr = fsd_timeouts.entry = 0;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -105,11 +106,12 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 	struct fuse_entry_param e;
 	struct fsd_inode *ip;
 	struct fsd_buf *b;
+	struct timespec now;
 	struct stat st;
 	size_t used = 0, n;
 	char *buf;
 	unsigned i;
-	int rc, err = 0;
+	int rc, err = 0, touch = 0;
 
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
@@ -120,8 +122,12 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0) {
 		rc = dir_iterate(fs, (const struct ocfs2_dinode *)b->data, (uint64_t)off,
 		    collect_cb, &p);
+		clock_gettime(CLOCK_REALTIME, &now);
+		touch = rc >= 0 && inode_atime_due(fs, (const struct ocfs2_dinode *)b->data, &now);
 		inode_unlock_block(fs, ip, LKM_PR, b);
 	}
+	if (touch)
+		inode_touch_atime(fs, ip);
 	inode_put(fs, ip);
 	if (rc < 0)
 		goto out;

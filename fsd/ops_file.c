@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -64,9 +65,10 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 	struct fsd_buf *b;
 	const struct ocfs2_dinode *di;
 	const char *p = NULL;
+	struct timespec now;
 	size_t len = 0;
 	void *base = NULL;
-	int rc;
+	int rc, touch = 0;
 
 	(void)fi;
 	if (off < 0)
@@ -79,8 +81,13 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 			rc = -EINVAL;
 		else
 			rc = data_read(fs, di, (uint64_t)off, size, &base, &p, &len);
+		clock_gettime(CLOCK_REALTIME, &now);
+		touch = rc == 0 && inode_atime_due(fs, di, &now);
 		inode_unlock_block(fs, ip, LKM_PR, b);
 	}
+	/* before the reply: the kernel asks for the atime again once it has it */
+	if (touch)
+		inode_touch_atime(fs, ip);
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);

@@ -432,6 +432,78 @@ is_within(struct fsd *fs, uint64_t dir, uint64_t moved)
 	return -ELOOP;
 }
 
+/*
+ * RENAME_EXCHANGE: both names exist and trade inodes. A directory that
+ * changes parent takes its ".." along, and its link to the old parent
+ * moves to the new one; dir and dir across parents leaves both counts
+ * as they were. Either may not go below itself (EINVAL, as Linux).
+ */
+static int
+exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
+    const char *name, const char *newname)
+{
+	struct fsd *fs = h->fs;
+	struct locked sp, tp;
+	uint64_t src, dst;
+	int rc, sdir, tdir;
+
+	memset(&sp, 0, sizeof(sp));
+	memset(&tp, 0, sizeof(tp));
+	if ((rc = dir_lookup(fs, op->di, name, strlen(name), &src)) != 0 ||
+	    (rc = dir_lookup(fs, npp->di, newname, strlen(newname), &dst)) != 0)
+		return rc;
+	if (src == dst)
+		return 0;	/* two names of one inode: nothing to swap */
+	if ((rc = lock_ino(fs, src, &sp)) != 0)
+		return rc;
+	if ((rc = lock_ino(fs, dst, &tp)) != 0)
+		goto out;
+	sdir = S_ISDIR(LE16(sp.di->i_mode));
+	tdir = S_ISDIR(LE16(tp.di->i_mode));
+	if (!same) {
+		if ((sdir && (rc = is_within(fs, npp->b->blkno, src)) != 0) ||
+		    (tdir && (rc = is_within(fs, op->b->blkno, dst)) != 0)) {
+			rc = rc > 0 ? -EINVAL : rc;
+			goto out;
+		}
+		if ((sdir && !tdir && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) ||
+		    (tdir && !sdir && LE16(op->di->i_links_count) >= FSD_LINK_MAX)) {
+			rc = -EMLINK;
+			goto out;
+		}
+	}
+	if ((rc = dir_retarget(h, op->di, name, strlen(name), dst,
+	    fsd_ft_of(LE16(tp.di->i_mode)))) != 0 ||
+	    (rc = dir_retarget(h, npp->di, newname, strlen(newname), src,
+	    fsd_ft_of(LE16(sp.di->i_mode)))) != 0)
+		goto out;
+	if ((rc = journal_access(h, sp.b)) != 0 || (rc = journal_access(h, tp.b)) != 0 ||
+	    (rc = journal_access(h, op->b)) != 0 || (rc = journal_access(h, npp->b)) != 0)
+		goto out;
+	if (!same) {
+		if (sdir && (rc = dir_retarget(h, sp.di, "..", 2, npp->b->blkno,
+		    OCFS2_FT_DIR)) != 0)
+			goto out;
+		if (tdir && (rc = dir_retarget(h, tp.di, "..", 2, op->b->blkno,
+		    OCFS2_FT_DIR)) != 0)
+			goto out;
+		links_add(op->di, tdir - sdir);
+		links_add(npp->di, sdir - tdir);
+	}
+	inode_now(sp.di, 0, 0, 1);
+	inode_now(tp.di, 0, 0, 1);
+	inode_now(op->di, 0, 1, 1);
+	inode_now(npp->di, 0, 1, 1);
+	journal_dirty(h, sp.b);
+	journal_dirty(h, tp.b);
+	journal_dirty(h, op->b);
+	journal_dirty(h, npp->b);
+out:
+	unlock_ino(fs, &tp);
+	unlock_ino(fs, &sp);
+	return rc;
+}
+
 void
 fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
     const char *newname, unsigned int flags)
@@ -446,8 +518,10 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	memset(&np, 0, sizeof(np));
 	memset(&sp, 0, sizeof(sp));
 	memset(&tp, 0, sizeof(tp));
-	if (flags & ~RENAME_NOREPLACE)
-		return (void)fuse_reply_err(req, EINVAL);	/* no RENAME_EXCHANGE/WHITEOUT */
+	/* no RENAME_WHITEOUT: overlayfs's, and OCFS2 has no whiteouts */
+	if ((flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
+	    (flags & (RENAME_NOREPLACE | RENAME_EXCHANGE)) == (RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return (void)fuse_reply_err(req, EINVAL);
 	if ((rc = check_name(name)) != 0 || (rc = check_name(newname)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	if ((rc = journal_start(fs, &h)) != 0)
@@ -463,6 +537,10 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	npp = same ? &op : &np;
 	if (!S_ISDIR(LE16(npp->di->i_mode)) || LE16(npp->di->i_links_count) == 0) {
 		rc = S_ISDIR(LE16(npp->di->i_mode)) ? -ENOENT : -ENOTDIR;
+		goto out;
+	}
+	if (flags & RENAME_EXCHANGE) {
+		rc = exchange(&h, &op, npp, same, name, newname);
 		goto out;
 	}
 	if ((rc = dir_lookup(fs, op.di, name, strlen(name), &src)) != 0)

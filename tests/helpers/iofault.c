@@ -7,6 +7,7 @@
  *	pwrite delay MS		sleep MS before the write, then do it
  *	pwrite eio		fail the write with EIO
  *	pread delay MS / pread eio	the same for reads
+ *	fallocate eopnotsupp	a device that can neither punch holes nor zero
  *
  * A missing or empty control file means no fault, so a test switches a
  * fault on and off by writing that file while the process runs.
@@ -42,7 +43,10 @@ track(int fd, const char *path)
 		watched[fd] = (char)path_matches(path);
 }
 
-/* The fault configured for op ("pread"/"pwrite"): 0 none, -1 EIO, else delay ms. */
+/*
+ * The fault configured for op ("pread"/"pwrite"/"fallocate"): 0 none,
+ * -1 EIO, -2 EOPNOTSUPP, else delay ms.
+ */
 static long
 fault_for(const char *op)
 {
@@ -59,6 +63,8 @@ fault_for(const char *op)
 			continue;
 		if (strcmp(kind, "eio") == 0)
 			r = -1;
+		else if (strcmp(kind, "eopnotsupp") == 0)
+			r = -2;
 		else if (strcmp(kind, "delay") == 0 && ms > 0)
 			r = ms;
 	}
@@ -77,7 +83,7 @@ inject(int fd, const char *op)
 	if ((f = fault_for(op)) == 0)
 		return 0;
 	if (f < 0) {
-		errno = EIO;
+		errno = f == -1 ? EIO : EOPNOTSUPP;
 		return -1;
 	}
 	ts.tv_sec = f / 1000;
@@ -90,6 +96,7 @@ inject(int fd, const char *op)
 typedef int open_fn(const char *, int, ...);
 typedef ssize_t pread_fn(int, void *, size_t, off_t);
 typedef ssize_t pwrite_fn(int, const void *, size_t, off_t);
+typedef int fallocate_fn(int, int, off_t, off_t);
 
 /* The next definition of `name` (libc's), looked up once. */
 #define REAL(name, type) \
@@ -171,4 +178,24 @@ pwrite64(int fd, const void *buf, size_t n, off_t off)
 	if (inject(fd, "pwrite") == -1)
 		return -1;
 	return real_pwrite64(fd, buf, n, off);
+}
+
+int
+fallocate(int fd, int mode, off_t off, off_t len)
+{
+	REAL(fallocate, fallocate_fn);
+
+	if (inject(fd, "fallocate") == -1)
+		return -1;
+	return real_fallocate(fd, mode, off, len);
+}
+
+int
+fallocate64(int fd, int mode, off_t off, off_t len)
+{
+	REAL(fallocate64, fallocate_fn);
+
+	if (inject(fd, "fallocate") == -1)
+		return -1;
+	return real_fallocate64(fd, mode, off, len);
 }

@@ -229,3 +229,47 @@ Test(fsd_meta, group_descriptors)
 	cr_assert_eq(block_validate(&fs, BLK_GROUP, 300, blk, why, sizeof(why)), -1);
 	cr_assert(strstr(why, "impossible group") != NULL, "%s", why);
 }
+
+static void
+set_time(__le64 *sec, __le32 *nsec, uint64_t s, uint32_t ns)
+{
+	*sec = htole64(s);
+	*nsec = htole32(ns);
+}
+
+Test(fsd_meta, atime_rules)
+{
+	struct ocfs2_dinode *di = make_inode(100, S_IFREG | 0644);
+	struct timespec now = { 1000000, 500 };
+
+	/* relatime: atime not after mtime or ctime, or a day old */
+	set_time(&di->i_mtime, &di->i_mtime_nsec, 900000, 7);
+	set_time(&di->i_ctime, &di->i_ctime_nsec, 900000, 7);
+	set_time(&di->i_atime, &di->i_atime_nsec, 900000, 7);
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 1, "atime == mtime");
+	set_time(&di->i_atime, &di->i_atime_nsec, 900000, 8);
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 1, "a day old");
+	set_time(&di->i_atime, &di->i_atime_nsec, now.tv_sec - 86399, 0);
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 0, "newer than both, under a day");
+	set_time(&di->i_ctime, &di->i_ctime_nsec, now.tv_sec - 86399, 1);
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 1, "ctime a nanosecond later");
+	set_time(&di->i_ctime, &di->i_ctime_nsec, 900000, 7);
+	set_time(&di->i_atime, &di->i_atime_nsec, now.tv_sec + 100, 0);
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 0, "atime in the future");
+
+	/* strictatime: older than the quantum, whatever mtime says */
+	fs.atime = FSD_STRICTATIME;
+	fs.atime_quantum = 60;
+	set_time(&di->i_atime, &di->i_atime_nsec, now.tv_sec - 60, 0);
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 0);
+	set_time(&di->i_atime, &di->i_atime_nsec, now.tv_sec - 61, 0);
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 1);
+	set_time(&di->i_atime, &di->i_atime_nsec, 800000, 0);
+	set_time(&di->i_mtime, &di->i_mtime_nsec, 900000, 0);
+	fs.atime = FSD_NOATIME;
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 0);
+	fs.atime = FSD_RELATIME;
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 1);
+	fs.readonly = 1;
+	cr_assert_eq(inode_atime_due(&fs, di, &now), 0, "never on a read-only mount");
+}
