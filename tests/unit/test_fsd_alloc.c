@@ -57,7 +57,7 @@ check_chains(struct fsd *fs, uint64_t alloc)
 Test(fsd_alloc, deep_tree_grows_maps_and_shrinks, .init = make_volume, .fini = remove_volume,
     .timeout = 120)
 {
-	struct fsd_mount_opts o = { 0, 4096, 0, 600000, 1, NULL };
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
 	enum { N = 15000 };	/* > 19 * 28 * 28: depth 3 */
 	static uint32_t where[N], spacer[N];
 	struct fsd fs;
@@ -140,7 +140,7 @@ Test(fsd_alloc, deep_tree_grows_maps_and_shrinks, .init = make_volume, .fini = r
 
 Test(fsd_alloc, suballocators_grow, .init = make_volume, .fini = remove_volume, .timeout = 60)
 {
-	struct fsd_mount_opts o = { 0, 4096, 0, 600000, 1, NULL };
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
 	struct fsd fs;
 	struct fsd_handle h;
 	struct fsd_buf *ib, *rb;
@@ -181,7 +181,7 @@ Test(fsd_alloc, suballocators_grow, .init = make_volume, .fini = remove_volume, 
 Test(fsd_alloc, name_index_follows_changes_and_aborts, .init = make_volume,
     .fini = remove_volume, .timeout = 60)
 {
-	struct fsd_mount_opts o = { 0, 4096, 0, 600000, 1, NULL };
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
 	struct fsd fs;
 	struct fsd_handle h;
 	struct fsd_inode *root;

@@ -273,7 +273,7 @@ make_volume(void)
 static void
 mount_rw(struct fsd *fs)
 {
-	struct fsd_mount_opts o = { 0, 1024, 0, 60000, 1, NULL };
+	struct fsd_mount_opts o = { .cache_blocks = 1024, .commit_ms = 60000, .nocluster = 1 };
 	char err[256];
 
 	cr_assert_eq(super_mount(fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
@@ -374,7 +374,7 @@ Test(fsd_journal_disk, aborted_handle_leaves_no_trace, .init = make_volume,
 Test(fsd_journal_disk, torn_commit_is_ignored_and_log_wraps, .init = make_volume,
     .fini = remove_volume, .timeout = 120)
 {
-	struct fsd_mount_opts ro = { 1, 64, 0, 0, 1, NULL };
+	struct fsd_mount_opts ro = { .readonly = 1, .cache_blocks = 64, .nocluster = 1 };
 	struct fsd fs, probe;
 	uint8_t *zero;
 	char err[256];
