@@ -210,6 +210,10 @@ struct dlm_dirent {
 
 #define DLM_HASH_BUCKETS	4096
 
+/* Fenced while in a domain: its locks are void, a restart must wait for
+ * the admin's clear-fence (the unit does not restart on this status). */
+#define DLMD_EXIT_FENCED	3
+
 enum domain_state { DS_REGISTERING, DS_JOINING, DS_JOINED, DS_LEAVING, DS_GONE };
 
 struct dlm_domain {
@@ -265,6 +269,7 @@ struct dlmd {
 	TAILQ_HEAD(, dlm_domain) domains;
 	uint64_t		 cookie_seq;
 	int			 stopping;
+	int			 exit_status;	/* DLMD_EXIT_FENCED once fenced */
 };
 
 /* grant.c: o2dlm's granting rules on a mastered resource, pure. */

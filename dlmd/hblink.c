@@ -74,6 +74,25 @@ node_down(struct dlmd *dd, unsigned node)
 	}
 }
 
+/*
+ * The other nodes evict a fenced node and recover its locks; what this
+ * dlmd holds is void from now on, and the deaths hbd reports next (its
+ * regions stop) are not deaths to recover. Like o2cb's fence, which
+ * resets the machine, the lock manager goes, and its clients with it
+ * (a filesystem stops at once without its connection). A dlmd in no
+ * domain holds nothing: it stays.
+ */
+static void
+fenced(struct dlmd *dd)
+{
+	if (TAILQ_EMPTY(&dd->domains))
+		return;
+	log_warnx("this node's cluster locks are void: dlmd exits, to be started again "
+	    "after o2ctl clear-fence");
+	dd->exit_status = DLMD_EXIT_FENCED;
+	event_base_loopbreak(dd->base);
+}
+
 static void
 on_subscribed(const Envelope *rep, void *arg)
 {
@@ -147,6 +166,7 @@ on_event(struct ipc_conn *c, const Envelope *ev)
 		break;
 	case ENVELOPE__PAYLOAD_FENCED_EVENT:
 		log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
+		fenced(dd);
 		break;
 	default:
 		break;

@@ -181,5 +181,5 @@ main(int argc, char *argv[])
 	event_free(sigint);
 	free(sock);
 	free(mnt);
-	return 0;
+	return dd.exit_status;
 }

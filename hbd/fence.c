@@ -167,11 +167,12 @@ fence(struct hbd *h, const char *fmt, ...)
 			    "this node must be reset by hand");
 		break;
 	}
+	/* first: subscribers must not take the nodes going down next for deaths */
+	api_fenced_event(h, h->fence_reason, method);
 	for (r = TAILQ_FIRST(&h->regions); r != NULL; r = next) {
 		next = TAILQ_NEXT(r, entry);
 		region_stop(r, 0);
 	}
-	api_fenced_event(h, h->fence_reason, method);
 }
 
 /*
