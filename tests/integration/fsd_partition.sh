@@ -2,7 +2,8 @@
 # A network partition under a mounted volume: three nodes, each in its own
 # network namespace (localcluster up --netns), all mounted; node3's links
 # to the others are cut while it writes and fsyncs. node3 is alone (1 of 3):
-# it fences itself, its fsd is killed before its heartbeat stops, and
+# it fences itself, its fsd is killed before its heartbeat stops, its dlmd
+# exits (its locks are void, and it must not recover its peers), and
 # only once the survivors see that heartbeat die do they recover its slot
 # and lock state. Every record node3's fsync acknowledged is on disk; the
 # file does not change after the fence; the survivors write on; healed and
@@ -41,7 +42,7 @@ hb_sees() { o2 "$1" --json net-status | grep -q "\"node\":$2,[^}]*\"heartbeat\":
 log_time() {
 	grep -m1 "$3" "$LOCALCLUSTER_DIR/node$1/log/$2.log" | cut -d' ' -f1
 }
-fsd_alive() { kill -0 "$(cat "$LOCALCLUSTER_DIR/node$1/pids/fsd.pid")" 2>/dev/null; }
+alive() { kill -0 "$(cat "$LOCALCLUSTER_DIR/node$1/pids/$2.pid")" 2>/dev/null; }
 recovered_by() {
 	grep -l "slot $1 recovered" "$LOCALCLUSTER_DIR"/node[12]/log/fsd.log 2>/dev/null | head -n 1
 }
@@ -85,7 +86,9 @@ lc cut 2 3 >/dev/null
 check "node3 fences itself (alone: 1 of 3)" wait_for 20 fenced 3
 check "node1 does not" not fenced 1
 check "node2 does not" not fenced 2
-check "node3's fsd is killed" wait_for 10 not fsd_alive 3
+check "node3's fsd is killed" wait_for 10 not alive 3 fsd
+check "node3's dlmd, whose locks are void, exits" wait_for 10 not alive 3 dlmd
+check "... without taking its peers for dead" not grep -q "recovering its locks" "$LOCALCLUSTER_DIR/node3/log/dlmd.log"
 bg_stop_all
 check "the survivors see node3's heartbeat die" wait_for 20 hb_sees 1 3 false
 check "a survivor recovers node3's slot" wait_for 30 sh -c "grep -q 'slot $slot3 recovered' '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log"
