@@ -11,25 +11,7 @@ source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
 lc_setup
-cleanup() {
-	local k
-	bg_stop_all
-	if ((FAILED > 0)); then
-		# kept for a post-mortem: the cluster's state goes with lc down
-		rm -rf /tmp/fsd_cluster-failed-logs
-		mkdir -p /tmp/fsd_cluster-failed-logs
-		for k in 1 2 3; do
-			cp -r "$LOCALCLUSTER_DIR/node$k/log" "/tmp/fsd_cluster-failed-logs/node$k" 2>/dev/null
-		done
-		for k in 1 2 3; do
-			echo "-- node$k: fsd warnings"
-			lc log "$k" fsd 2>/dev/null | grep -v ': info: ' | tail -n 20
-		done
-	fi
-	lc down >/dev/null 2>&1 || true
-	fsd_cleanup
-}
-trap cleanup EXIT
+trap 'cluster_cleanup 3 fsd' EXIT
 
 M=()
 # A short orphan scan interval: the test waits for one scan.

@@ -13,25 +13,7 @@ source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
 lc_setup
-cleanup() {
-	bg_stop_all
-	if ((FAILED > 0)); then
-		rm -rf /tmp/fsd_partition-failed-logs
-		mkdir -p /tmp/fsd_partition-failed-logs
-		for k in 1 2 3; do
-			cp -r "$LOCALCLUSTER_DIR/node$k/log" "/tmp/fsd_partition-failed-logs/node$k" 2>/dev/null
-		done
-		for k in 1 2 3; do
-			echo "-- node$k: fsd, hbd and netd warnings"
-			for d in fsd hbd netd; do
-				lc log "$k" $d 2>/dev/null | grep -v ': info: ' | tail -n 8
-			done
-		done
-	fi
-	lc down >/dev/null 2>&1 || true
-	fsd_cleanup
-}
-trap cleanup EXIT
+trap 'cluster_cleanup 3 fsd hbd netd' EXIT
 
 M=()
 mnt() { M[$1]=$(lc mount "$1") || { echo "mount on node$1 failed:"; lc log "$1" fsd | tail -n 20; return 1; }; }
