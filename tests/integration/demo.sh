@@ -17,7 +17,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# demo [ENV=VALUE...]: run it on the private directory and port.
+# demo [ENV=VALUE...]: run it on the private directory and port (the
+# environment may name another port).
 demo() { env LOCALCLUSTER_DIR="$DIR" LOCALCLUSTER_PORT="$PORT" "$@" "$DEMO" >"$OUT" 2>&1; }
 # nothing_left: no process of its nodes, no mount, no state directory.
 nothing_left() {
@@ -27,6 +28,12 @@ nothing_left() {
 		test ! -e "$DIR"
 }
 show_out() { sed 's/^/       | /' "$OUT" | tail -n 30; }
+# check_out DESC CMD...: check, and on a failure show what the demo printed.
+check_out() {
+	local before=$FAILED
+	check "$@"
+	((FAILED == before)) || show_out
+}
 
 echo "-- the demo on a working tree"
 rc=0
@@ -43,7 +50,7 @@ mkdir -p "$DIR"
 rc=0
 demo || rc=$?
 check_eq "scripts/demo exits 1" 1 "$rc"
-check "it says why" grep -q "$DIR is in use" "$OUT"
+check_out "it says why" grep -q "$DIR is in use" "$OUT"
 check "the directory is untouched" test -e "$DIR/someone-elses"
 rm -rf "$DIR"
 
@@ -56,9 +63,10 @@ done
 printf '#!/bin/sh\necho "fsd: broken on purpose" >&2\nexit 1\n' >"$FAKE/fsd"
 chmod +x "$FAKE/fsd"
 rc=0
-demo OCFS2_BUILD="$FAKE" || rc=$?
+# A port of its own: nothing of the first run's cluster can be in the way.
+demo OCFS2_BUILD="$FAKE" LOCALCLUSTER_PORT=$((PORT + 1)) || rc=$?
 check_eq "scripts/demo exits 1" 1 "$rc"
-check "it names the failed step" grep -q 'demo: FAILED: node1 could not mount the volume' "$OUT"
+check_out "it names the failed step" grep -q 'demo: FAILED: node1 could not mount the volume' "$OUT"
 check "it shows fsd's reason" grep -q 'fsd: broken on purpose' "$OUT"
 check "no process, mount or state directory left" nothing_left
 finish
