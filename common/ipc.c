@@ -685,7 +685,7 @@ ipc_sync_call(int fd, Envelope *req, Envelope **rep, int timeout_ms)
 	Envelope *env;
 
 	req->kind = KIND__KIND_REQUEST;
-	req->id = ++next_id;
+	req->id = __atomic_add_fetch(&next_id, 1, __ATOMIC_RELAXED);	/* fsd calls from several threads */
 	if (ipc_sync_send(fd, req) == -1)
 		return -1;
 	for (;;) {

@@ -53,19 +53,22 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
 
-static enum ocfs2_lock_type
-ocfs2_type(enum fsd_lock_type t)
+/* The type letter of a lock name: OCFS2's, and 'X' for POSIX locks (plock.c),
+ * which the kernel's dlmglue does not have. */
+static char
+lock_type_char(enum fsd_lock_type t)
 {
 	switch (t) {
-	case FSD_LOCK_META:		return OCFS2_LOCK_TYPE_META;
-	case FSD_LOCK_RW:		return OCFS2_LOCK_TYPE_RW;
-	case FSD_LOCK_OPEN:		return OCFS2_LOCK_TYPE_OPEN;
-	case FSD_LOCK_SUPER:		return OCFS2_LOCK_TYPE_SUPER;
-	case FSD_LOCK_RENAME:		return OCFS2_LOCK_TYPE_RENAME;
-	case FSD_LOCK_ORPHAN_SCAN:	return OCFS2_LOCK_TYPE_ORPHAN_SCAN;
-	case FSD_LOCK_FLOCK:		return OCFS2_LOCK_TYPE_FLOCK;
+	case FSD_LOCK_META:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
+	case FSD_LOCK_RW:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RW);
+	case FSD_LOCK_OPEN:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_OPEN);
+	case FSD_LOCK_SUPER:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_SUPER);
+	case FSD_LOCK_RENAME:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RENAME);
+	case FSD_LOCK_ORPHAN_SCAN:	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_ORPHAN_SCAN);
+	case FSD_LOCK_FLOCK:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_FLOCK);
+	case FSD_LOCK_PLOCK:		return 'X';
 	}
-	return OCFS2_LOCK_TYPE_META;
+	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
 }
 
 void
@@ -74,7 +77,7 @@ lockres_name(char *out, size_t outlen, enum fsd_lock_type type, uint64_t blkno,
 {
 	/* dlmglue's ocfs2_build_lock_name: %c%s%016llx%08x */
 	snprintf(out, outlen, "%c%s%016" PRIx64 "%08x",
-	    ocfs2_lock_type_char(ocfs2_type(type)), OCFS2_LOCK_ID_PAD, blkno, generation);
+	    lock_type_char(type), OCFS2_LOCK_ID_PAD, blkno, generation);
 }
 
 static pthread_mutex_t *

@@ -173,6 +173,7 @@ struct fsd {
 	pthread_mutex_t	 err_mtx;
 	struct fuse_session *se;
 	struct fsd_glue	*glue;			/* NULL: local or nocluster mount */
+	struct fsd_plocks *plocks;		/* fcntl locks across nodes (plock.c) */
 	struct fsd_stack *stack;		/* our hold on heartbeat (glue.h) */
 	struct fsd_lockres **lockres_hash;
 	struct fsd_lockres *super_lock;		/* SUPER: the slot map */
@@ -220,9 +221,15 @@ int	 block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno,
 /* Record a corruption: logs "block N: why" and marks the mount in error. */
 void	 fsd_corrupt(struct fsd *fs, uint64_t blkno, const char *why);
 
+/* plock.c: fcntl locks across the cluster's nodes (cluster mounts only) */
+int	 plock_start(struct fsd *fs, const char *rundir, char *err, size_t errlen);
+void	 plock_stop(struct fsd *fs);
+/* A close by this owner drops its POSIX locks on the inode, as close(2) does. */
+void	 plock_flush(struct fsd *fs, uint64_t blkno, uint64_t owner);
+
 /* dlmglue.c */
 enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
-	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK };
+	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK, FSD_LOCK_PLOCK };
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
 void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 	    uint64_t blkno, uint32_t generation);

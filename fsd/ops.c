@@ -22,6 +22,9 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 	/* flock(2) across nodes; alone, the kernel's own flock is right */
 	if (fs->glue != NULL && (conn->capable & FUSE_CAP_FLOCK_LOCKS))
 		conn->want |= FUSE_CAP_FLOCK_LOCKS;
+	/* fcntl locks likewise */
+	if (fs->plocks != NULL && (conn->capable & FUSE_CAP_POSIX_LOCKS))
+		conn->want |= FUSE_CAP_POSIX_LOCKS;
 	/*
 	 * Write-behind: the kernel gathers writes in its page cache and
 	 * hands them to us in large requests; fsync still flushes them and
@@ -55,6 +58,8 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.read		= fsd_read,
 	.release	= fsd_release,
 	.flock		= fsd_flock,
+	.getlk		= fsd_getlk,
+	.setlk		= fsd_setlk,
 	.write		= fsd_write,
 	.fsync		= fsd_fsync,
 	.fsyncdir	= fsd_fsync,

@@ -57,6 +57,10 @@ void	fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void	fsd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op);
 /* The last close of a description that flock()ed drops its lock. */
 void	flock_release(struct fsd *fs, uint64_t owner);
+/* plock.c: fcntl locks (cluster mounts only) */
+void	fsd_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl);
+void	fsd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *fl,
+	    int sleep);
 /* fi->fh of an open file */
 #define FH_APPEND	0x1
 /* What open and create tell the kernel about caching, and fi->fh. */

@@ -157,8 +157,8 @@ fsd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *f
 void
 fsd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	(void)fi;
+	/* every close(2), of any descriptor: POSIX drops the process's locks */
+	plock_flush(fsd_of(req), fsd_ino_to_blkno(fsd_of(req), ino), fi->lock_owner);
 	fuse_reply_err(req, 0);
 }
 

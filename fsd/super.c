@@ -318,7 +318,9 @@ cluster_join(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t e
 	if ((fs->stack = stack_attach(fs, rundir, &si, err, errlen)) == NULL)
 		return -1;
 	fs->node_num = si.node;
-	return glue_start(fs, rundir, fs->vol.uuid, err, errlen);
+	if (glue_start(fs, rundir, fs->vol.uuid, err, errlen) == -1)
+		return -1;
+	return plock_start(fs, rundir, err, errlen);
 }
 
 int
@@ -496,6 +498,7 @@ void
 super_abandon(struct fsd *fs)
 {
 	stop_commit_thread(fs);
+	plock_stop(fs);
 	/* dlmd drops whatever we still hold when we leave (or vanish) */
 	glue_stop(fs);
 	stack_detach(fs->stack);

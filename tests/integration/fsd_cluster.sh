@@ -171,6 +171,64 @@ for p in "${BG[@]}"; do wait "$p"; done
 BG=()
 check_eq "a counter incremented under flock by three nodes counts every step" 120 "$(cat "${M[2]}/counter")"
 
+echo "-- fcntl (POSIX) locks across nodes"
+PLOCK=$BUILD/progs/plock
+P=()
+for k in 1 2 3; do P[k]=${M[$k]}/records; done
+# hold K TAG ARGS...: node K's plock keeps ARGS' lock until $FSD_DIR/TAG.go exists.
+hold() {
+	local k=$1 tag=$2
+	shift 2
+	"$PLOCK" "${P[k]}" "$@" -h "$FSD_DIR/$tag.go" >"$FSD_DIR/$tag.out" 2>&1 &
+	BG+=($!)
+	wait_for 10 grep -q locked "$FSD_DIR/$tag.out"
+}
+# busy K ARGS...: node K's F_SETLK is refused (exit 1: EAGAIN).
+busy() { local k=$1 rc=0; shift; "$PLOCK" "${P[k]}" set "$@" 2>/dev/null || rc=$?; ((rc == 1)); }
+# release_all: every holder lets go (its TAG.go appears) and exits.
+release_all() {
+	local o p
+	for o in "$FSD_DIR"/*.out; do touch "${o%.out}.go"; done
+	for p in "${BG[@]}"; do wait "$p"; done
+	BG=()
+	rm -f "$FSD_DIR"/*.go "$FSD_DIR"/*.out
+}
+run_check "node1 write-locks bytes 0-99" hold 1 a set w 0 100
+check "node2's F_SETLK on bytes 50-59 gets EAGAIN" busy 2 w 50 10
+check "so does node3's read lock on byte 99" busy 3 r 99 1
+check "a second process on node1 is refused too" busy 1 w 0 1
+check "node2 write-locks bytes 100-199 beside it" "$PLOCK" "${P[2]}" set w 100 100
+check_eq "node3's F_GETLK names node1's lock (pid 0: not a process here)" "w 0 100 0" \
+    "$("$PLOCK" "${P[3]}" get w 10 1)"
+"$PLOCK" "${P[2]}" wait w 0 10 >"$FSD_DIR/w.out" 2>&1 &
+waiter=$!
+sleep 1
+check "node2's F_SETLKW waits while node1 holds the range" kill -0 "$waiter"
+touch "$FSD_DIR/a.go"
+check "node1's close lets node2's F_SETLKW through" wait_for 10 sh -c "! kill -0 $waiter"
+check "... which got the lock" wait "$waiter"
+release_all
+run_check "node1 read-locks bytes 0-99" hold 1 r1 set r 0 100
+run_check "node3 read-locks them too" hold 3 r3 set r 0 100
+check "node2 cannot write-lock them" busy 2 w 0 100
+release_all
+run_check "node1 locks 0-99 and unlocks 40-59" hold 1 s set w 0 100 -u 40 20
+check "node2 locks 45-54 in the hole" "$PLOCK" "${P[2]}" set w 45 10
+check "but not 30-39" busy 2 w 30 10
+check "nor 60-69" busy 2 w 60 10
+release_all
+check "node3 locks the whole file once node1 is gone" "$PLOCK" "${P[3]}" set w 0 0
+echo 0 >"${M[1]}/plock-counter"
+for k in 1 2 3; do
+	"$PLOCK" "${M[$k]}/plock-counter" count 40 &
+	BG+=($!)
+done
+rc=0
+for p in "${BG[@]}"; do wait "$p" || rc=$?; done
+BG=()
+check_eq "three nodes counting under fcntl locks: every plock ends well" 0 "$rc"
+check_eq "... and the counter has every step" 120 "$(cat "${M[2]}/plock-counter")"
+
 echo "-- unlinked on one node while open on another"
 sync
 before=$(free_clusters)
@@ -202,6 +260,8 @@ rm "${M[1]}/held"
 sleep 3
 check_eq "orphan scans leave it alone while node3 has it open" 0 "$(scans_deleted)"
 check_eq "node3 reads it whole" 8388608 "$(wc -c <&8)"
+run_check "node3 write-locks the records file (fcntl)" hold 3 k set w 0 0
+check "node1 cannot have it" busy 1 w 0 1
 (i=0; while :; do i=$((i + 1)); mkdir "${M[3]}/work/d$i" || break; : >"${M[3]}/work/d$i/f" || break; done) 2>/dev/null &
 BG+=($!)
 sleep 1
@@ -216,6 +276,8 @@ check "a survivor recovered the dead node's slot" wait_for 10 sh -c "cat '$LOCAL
 check_eq "node3's fsync'ed data survives" 2600 "$(wc -c <"${M[2]}/durable")"
 check "node2 lists the dead node's directories" ls "${M[2]}/work"
 check "node2 creates files after the recovery" sh -c "for i in 1 2 3 4 5; do : >\"${M[2]}/work/n\$i\" || exit 1; done"
+check "node1 takes the fcntl lock node3 held when it died" "$PLOCK" "${P[1]}" set w 0 0
+rm -f "$FSD_DIR"/*.out
 
 check "an orphan scan deletes the file node3 had open" wait_for 20 sh -c "test \$(cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -c 'orphan scan: 1 orphans deleted') -ge 1"
 check_eq "... once" 1 "$(scans_deleted)"
