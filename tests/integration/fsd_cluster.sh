@@ -312,8 +312,19 @@ for k in 2 3; do
 done
 check "node2 sees node1's work" test -e "${M[2]}/work/alone"
 
-echo "-- unmount everywhere; fsck"
-for k in 1 2 3; do check "node$k unmounts" lc umount "$k"; done
+echo "-- a node that dies alone is recovered by the next one to mount"
+for k in 2 3; do check "node$k unmounts" lc umount "$k"; done
+fsynced "${M[1]}/lonely" "node1 fsync'ed this alone" 30
+lc kill 1 >/dev/null
+lc umount 1 >/dev/null 2>&1
+seen=$(grep -c 'recovered' "$LOCALCLUSTER_DIR/node2/log/fsd.log")
+run_check "node2 mounts after node1 died alone" mnt 2
+check "node2 recovered node1's slot while mounting" sh -c \
+    "tail -n +$((seen + 1)) '$LOCALCLUSTER_DIR/node2/log/fsd.log' | grep -q 'slot 0 .*recovered'"
+check_eq "node1's fsync'ed data survives" 780 "$(wc -c <"${M[2]}/lonely")"
+
+echo "-- unmount; fsck"
+check "node2 unmounts" lc umount 2
 check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
 check "no fsd reported a sanitizer error or a crash" sh -c \
     "! grep -aE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' '$LOCALCLUSTER_DIR'/node*/log/fsd.log"
