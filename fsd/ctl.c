@@ -11,10 +11,15 @@
  * it too when it exists, and goes without a socket when it does not: fsd
  * does not make the stack's directory, its daemons (or systemd) do.
  *
+ * Only that live answer stops a mount: a socket that cannot be served
+ * (a user's mount beside root's runtime directory) costs a warning. The
+ * status is an aid, not a reason for the volume to stay unmounted.
+ *
  * The socket has a thread and an event loop of its own, so a status
- * request never waits behind FUSE or cluster locks, and it takes only
- * the short mutexes that guard each counter. Until the mount is complete
- * it answers EAGAIN rather than read state that is still being built.
+ * request never waits behind FUSE or cluster locks; it takes only the
+ * mutexes that guard each counter (the journal's is held across a
+ * commit's writes). Until the mount is complete it answers EAGAIN rather
+ * than read state that is still being built.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -175,7 +180,7 @@ int
 ctl_start(struct fsd *fs, const char *rundir, const char *mountpoint, char *err,
     size_t errlen)
 {
-	char real[PATH_MAX];
+	char real[PATH_MAX], why[256];
 	struct fsd_ctl *ctl;
 	struct stat sb;
 	sigset_t all, old;
@@ -196,21 +201,22 @@ ctl_start(struct fsd *fs, const char *rundir, const char *mountpoint, char *err,
 	if (ctl_live(ctl->path, &pid)) {
 		snprintf(err, errlen, "fsd (pid %d) already serves volume %s from %s (%s answers)",
 		    (int)pid, fs->vol.uuid, rundir, ctl->path);
-		goto fail;
+		ctl_free(ctl);
+		return -1;
 	}
 	if (access(ctl->path, F_OK) == 0)
 		log_info("%s: nobody answers: a stale socket, replaced", ctl->path);
 	if ((ctl->base = event_base_new()) == NULL || pipe2(ctl->stop_pipe, O_CLOEXEC) == -1 ||
 	    (ctl->wake = event_new(ctl->base, ctl->stop_pipe[0], EV_READ, ctl_wake, ctl)) == NULL ||
 	    event_add(ctl->wake, NULL) == -1) {
-		snprintf(err, errlen, "status socket: cannot set up its event loop");
-		goto fail;
+		snprintf(why, sizeof(why), "cannot set up its event loop");
+		goto unserved;
 	}
 	ctl->server = ipc_server_listen(ctl->base, ctl->path, "fsd", ctl_handlers,
 	    nitems(ctl_handlers), ctl);
 	if (ctl->server == NULL) {
-		snprintf(err, errlen, "status socket %s: %s", ctl->path, strerror(errno));
-		goto fail;
+		snprintf(why, sizeof(why), "%s", strerror(errno));
+		goto unserved;
 	}
 	/* signals are for the FUSE loop (fuse_set_signal_handlers), not this thread */
 	sigfillset(&all);
@@ -218,14 +224,15 @@ ctl_start(struct fsd *fs, const char *rundir, const char *mountpoint, char *err,
 	rc = pthread_create(&ctl->thread, NULL, ctl_loop, ctl);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		snprintf(err, errlen, "cannot start the status socket's thread");
-		goto fail;
+		snprintf(why, sizeof(why), "cannot start its thread");
+		goto unserved;
 	}
 	fs->ctl = ctl;
 	return 0;
-fail:
+unserved:
+	log_warnx("no status socket %s: %s", ctl->path, why);
 	ctl_free(ctl);
-	return -1;
+	return 0;
 }
 
 void

@@ -279,8 +279,8 @@ int	 super_check_features(uint32_t compat, uint32_t incompat, uint32_t ro_compat
 struct fsd_ctl;
 struct Fsd__FsdStatus;
 /*
- * Serve the status socket: 0 (also without a runtime directory: then
- * there is none), or -1 with err set, as when another fsd answers on it.
+ * Serve the status socket: -1 with err set when another fsd answers on
+ * it, else 0 (without a socket, logged, when it cannot be served).
  */
 int	 ctl_start(struct fsd *fs, const char *rundir, const char *mountpoint, char *err,
 	    size_t errlen);
