@@ -221,6 +221,24 @@ lockres_free_all(struct fsd *fs)
 	fs->lockres_hash = NULL;
 }
 
+void
+lockres_census(struct fsd *fs, struct lockres_census *lc)
+{
+	const struct fsd_lockres *lr;
+	unsigned h;
+
+	memset(lc, 0, sizeof(*lc));
+	pthread_mutex_lock(state_mtx(fs));
+	for (h = 0; fs->lockres_hash != NULL && h < LR_HASH; h++)
+		for (lr = fs->lockres_hash[h]; lr != NULL; lr = lr->hnext) {
+			lc->total++;
+			lc->ex += lr->level == LKM_EX;
+			lc->pr += lr->level == LKM_PR;
+			lc->nl += lr->level == LKM_NL;
+		}
+	pthread_mutex_unlock(state_mtx(fs));
+}
+
 struct fsd_lockres *
 sysinode_lockres(struct fsd *fs, uint64_t blkno)
 {

@@ -179,6 +179,7 @@ struct fsd {
 	struct fsd_lockres *super_lock;		/* SUPER: the slot map */
 	struct fsd_lockres *rename_lock;	/* RENAME: moves between directories */
 	struct fsd_lockres *gb_lock;		/* META of the global bitmap */
+	struct fsd_ctl	*ctl;			/* the status socket (ctl.c), or NULL */
 };
 
 /* block.c */
@@ -237,6 +238,11 @@ void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 struct fsd_lockres *lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation, uint64_t owner);
 void	 lockres_free_all(struct fsd *fs);
+/* The table's resources by granted level (ctl.c's status). */
+struct lockres_census {
+	unsigned	 total, ex, pr, nl;	/* the rest have no lock in dlmd */
+};
+void	 lockres_census(struct fsd *fs, struct lockres_census *lc);
 /* Not shared through the table, never cached: each its own lock in dlmd. */
 struct fsd_lockres *lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation);
@@ -261,6 +267,7 @@ struct fsd_mount_opts {
 	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */
 	int		 nocluster;		/* a clustered volume without the stack */
 	const char	*rundir;		/* the stack's sockets (NULL: the default) */
+	const char	*mountpoint;		/* what the status socket reports */
 };
 int	 super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	    char *err, size_t errlen);
@@ -274,6 +281,22 @@ void	 super_abandon(struct fsd *fs);
 /* Check features: 0, or -1 with the first unsupported feature named in err. */
 int	 super_check_features(uint32_t compat, uint32_t incompat, uint32_t ro_compat,
 	    int readonly, char *err, size_t errlen);
+
+/* ctl.c: <rundir>/fsd-<UUID>.sock */
+struct fsd_ctl;
+struct Fsd__FsdStatus;
+/*
+ * Serve the status socket: -1 with err set when another fsd answers on
+ * it, else 0 (without a socket, logged, when it cannot be served).
+ */
+int	 ctl_start(struct fsd *fs, const char *rundir, const char *mountpoint, char *err,
+	    size_t errlen);
+/* The mount is complete: status requests are answered from now on. */
+void	 ctl_ready(struct fsd *fs);
+/* Stop serving and remove the socket (unmount, failed mount). */
+void	 ctl_stop(struct fsd *fs);
+/* The status of the mount (strings point into fs). */
+void	 ctl_status_fill(struct fsd *fs, const char *mountpoint, struct Fsd__FsdStatus *st);
 
 /* inode.c */
 struct dir_index;
@@ -505,6 +528,8 @@ int	 journal_stop(struct fsd_handle *h, int abort);
  * handle open, everything but that handle's changes.
  */
 int	 journal_commit(struct fsd *fs);
+/* Transactions committed since the mount (0 when read-only). */
+uint64_t journal_commits(struct fsd *fs);
 /* Commit, then write committed blocks home and free the log. */
 int	 journal_checkpoint(struct fsd *fs);
 /* Checkpoint everything and mark the log empty (s_start 0), for unmount. */

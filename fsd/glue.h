@@ -38,6 +38,7 @@ struct fsd_glue {
 	int		 reco_running;
 	int		 reco_stop;		/* unmount: recovery ends, nobody waits for it */
 	pthread_cond_t	 reco_cv;
+	unsigned	 recoveries;		/* slots this node recovered, under mtx */
 	int		 stopping;
 	int		 dead_conn;		/* dlmd is gone */
 	/* the periodic orphan scan (orphanscan.c) */
@@ -48,6 +49,8 @@ struct fsd_glue {
 	int		 os_running, os_stop;
 	unsigned	 os_interval_ms;
 	uint32_t	 os_seqno;		/* the scan count we last saw */
+	unsigned	 os_scans;		/* scans this node ran, under os_mtx */
+	uint64_t	 os_deleted;		/* orphans they deleted, under os_mtx */
 };
 
 /* dlmglue.c */

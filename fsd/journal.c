@@ -72,6 +72,7 @@ struct fsd_journal {
 	uint32_t	 head;		/* next log block to write */
 	uint32_t	 used;		/* log blocks holding un-checkpointed transactions */
 	uint32_t	 next_seq;	/* tid of the running transaction */
+	uint64_t	 commits;	/* transactions logged this mount */
 	uint32_t	 run_limit;	/* commit when the running transaction is this big */
 	struct fsd_buf	**run;
 	unsigned	 nrun, run_cap;
@@ -654,6 +655,7 @@ log_txn(struct fsd_journal *j, const struct jbd2_block *blist, unsigned n)
 	j->head = (j->head - j->ji.first + need) % logsize + j->ji.first;
 	j->used += need;
 	j->next_seq++;
+	j->commits++;
 	return 0;
 }
 
@@ -720,6 +722,19 @@ journal_commit(struct fsd *fs)
 	rc = commit_locked(fs->journal);
 	pthread_mutex_unlock(&fs->journal->mtx);
 	return rc;
+}
+
+uint64_t
+journal_commits(struct fsd *fs)
+{
+	uint64_t n;
+
+	if (fs->journal == NULL)
+		return 0;
+	pthread_mutex_lock(&fs->journal->mtx);
+	n = fs->journal->commits;
+	pthread_mutex_unlock(&fs->journal->mtx);
+	return n;
 }
 
 int

@@ -188,6 +188,7 @@ main(int argc, char **argv)
 	if (access(c.mountpoint, F_OK) == -1)
 		fatal("%s", c.mountpoint);
 	c.mo.rundir = c.rundir;
+	c.mo.mountpoint = c.mountpoint;
 	if (super_mount(&fs, c.device, &c.mo, err, sizeof(err)) == -1) {
 		log_warnx("cannot mount %s: %s", c.device, err);
 		return 1;

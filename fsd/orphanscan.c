@@ -78,6 +78,10 @@ orphan_scan(struct fsd_glue *g)
 	}
 	if (deleted > 0)
 		log_info("orphan scan: %u orphans deleted", deleted);
+	pthread_mutex_lock(&g->os_mtx);
+	g->os_scans++;
+	g->os_deleted += deleted;
+	pthread_mutex_unlock(&g->os_mtx);
 	g->os_seqno++;
 	lvb_set_seqno(lr, g->os_seqno);
 	lockres_unlock(fs, lr, LKM_EX);

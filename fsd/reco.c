@@ -76,8 +76,12 @@ slot_recover(struct fsd *fs, int slot, unsigned lkf)
 	    (rc = orphan_recover(fs, slot)) < 0 || (rc = journal_commit(fs)) != 0 ||
 	    (rc = slot_free(fs, slot)) != 0)
 		log_warnx("recovering slot %d: %s", slot, strerror(-rc));
-	else
+	else {
 		log_info("slot %d recovered (%u transactions replayed)", slot, replayed);
+		pthread_mutex_lock(&fs->glue->mtx);
+		fs->glue->recoveries++;
+		pthread_mutex_unlock(&fs->glue->mtx);
+	}
 	lockres_unlock(fs, jl, LKM_EX);
 	return rc;
 }

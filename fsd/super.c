@@ -339,6 +339,9 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	pthread_mutex_init(&fs->err_mtx, NULL);
 	if (volume_open(device, o->readonly ? O_RDONLY : O_RDWR, &fs->vol, err, errlen) == -1)
 		return -1;
+	if (ctl_start(fs, o->rundir ? o->rundir : rundir_default(), o->mountpoint, err,
+	    errlen) == -1)
+		goto fail;
 	if (super_check_features(fs->vol.compat, fs->vol.incompat, fs->vol.ro_compat,
 	    fs->readonly, err, errlen) == -1)
 		goto fail;
@@ -429,6 +432,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	    fs->vol.cluster_stack, fs->readonly ? "read-only" : "read-write");
 	if (!fs->readonly)
 		log_info("slot %d, node %u", fs->slot, fs->node_num);
+	ctl_ready(fs);
 	return 0;
 fail:
 	/* Leave the disk as the failure found it: no clean-unmount writes. */
@@ -472,6 +476,7 @@ super_unmount(struct fsd *fs)
 {
 	int rc;
 
+	ctl_stop(fs);
 	stop_commit_thread(fs);
 	if (fs->glue != NULL)
 		glue_orphan_scan_stop(fs->glue);
@@ -497,6 +502,7 @@ super_unmount(struct fsd *fs)
 void
 super_abandon(struct fsd *fs)
 {
+	ctl_stop(fs);
 	stop_commit_thread(fs);
 	plock_stop(fs);
 	/* dlmd drops whatever we still hold when we leave (or vanish) */

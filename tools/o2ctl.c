@@ -15,7 +15,8 @@
 #include "util.h"
 
 static const struct o2ctl_cmd commands[] = {
-	{ "status", "", "nodes configured, heartbeating and linked; lock domains (nmd, hbd, netd, dlmd)", cmd_status },
+	{ "status", "", "nodes configured, heartbeating and linked; lock domains; mounts (nmd, hbd, netd, dlmd, fsd)", cmd_status },
+	{ "mounts", "[--json]", "volumes mounted by fsd on this node: slot, recovery, journal, locks", cmd_mounts },
 	{ "config", "", "print the live configuration (nmd)", cmd_config },
 	{ "reload", "", "re-read cluster.conf; print what changed and what was refused", cmd_reload },
 	{ "check-config", "FILE [--node NAME] [-t O2CB_DEFAULTS]",

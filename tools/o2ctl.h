@@ -46,6 +46,27 @@ void	json_key(FILE *, int *first, const char *key);
 /* status_cmd.c */
 int	cmd_status(struct o2ctl *, int, char **);
 
+/* mounts_cmd.c: the fsd status sockets of the runtime directory */
+enum mount_state { MOUNT_UP, MOUNT_MOUNTING, MOUNT_STALE, MOUNT_ERROR };
+struct mount_entry {
+	char		*uuid;		/* from the socket's name */
+	char		*path;
+	enum mount_state state;
+	char		*error;		/* MOUNT_ERROR: why */
+	Envelope	*rep;		/* MOUNT_UP: the fsd_status reply */
+};
+struct mounts {
+	struct mount_entry *v;
+	size_t		 n;
+};
+/* Query every socket (sorted by UUID); -1 when the runtime dir is unreadable. */
+int	mounts_collect(struct o2ctl *, struct mounts *);
+void	mounts_free(struct mounts *);
+/* The JSON array; the text lines (detail: counters too). */
+void	mounts_json(FILE *, const struct mounts *);
+void	mounts_text(FILE *, const struct mounts *, int detail);
+int	cmd_mounts(struct o2ctl *, int, char **);
+
 /* nmd_cmds.c */
 int	cmd_config(struct o2ctl *, int, char **);
 int	cmd_reload(struct o2ctl *, int, char **);

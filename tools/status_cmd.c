@@ -1,7 +1,7 @@
 /*
  * o2ctl status: one node's view of the cluster, from nmd (who is
- * configured), hbd (who heartbeats), netd (who is linked) and dlmd
- * (which lock domains). The JSON form is the fixed interface of
+ * configured), hbd (who heartbeats), netd (who is linked), dlmd
+ * (which lock domains) and each fsd (which volumes are mounted). The JSON form is the fixed interface of
  * ARCHITECTURE.md §7.
  */
 #include <stdio.h>
@@ -16,6 +16,7 @@ struct view {
 	Envelope	*hb;		/* hbd: NULL when it does not answer */
 	Envelope	*net;		/* netd: NULL when it does not answer */
 	Envelope	*dlm;		/* dlmd: NULL when it does not answer */
+	struct mounts	 mounts;	/* every fsd's status socket */
 };
 
 static Envelope *
@@ -127,6 +128,8 @@ print_json(const struct view *v)
 		}
 		printf("]");
 	}
+	json_key(stdout, &first, "mounts");
+	mounts_json(stdout, &v->mounts);
 	printf("}\n");
 }
 
@@ -149,6 +152,7 @@ print_text(const struct view *v)
 	for (i = 0; i < c->n_regions; i++)
 		printf("  heartbeat region %s on %s\n", c->regions[i]->name,
 		    c->regions[i]->dev);
+	mounts_text(stdout, &v->mounts, 0);
 	if (v->dlm == NULL)
 		return;
 	for (i = 0; i < v->dlm->dlm_status->n_domains; i++) {
@@ -176,7 +180,10 @@ cmd_status(struct o2ctl *ctl, int argc, char **argv)
 	v.hb = ask(ctl, "hbd", MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD_HB_STATUS);
 	v.net = ask(ctl, "netd", MSG_TYPE__MSG_NETD_STATUS, ENVELOPE__PAYLOAD_NET_STATUS);
 	v.dlm = ask(ctl, "dlmd", MSG_TYPE__MSG_DLMD_STATUS, ENVELOPE__PAYLOAD_DLM_STATUS);
+	/* an unreadable runtime directory was reported; the rest still shows */
+	mounts_collect(ctl, &v.mounts);
 	(ctl->json ? print_json : print_text)(&v);
+	mounts_free(&v.mounts);
 	envelope__free_unpacked(v.cfg, NULL);
 	if (v.hb != NULL)
 		envelope__free_unpacked(v.hb, NULL);

@@ -5,7 +5,9 @@
 # lives until its last close, then its space comes back exactly once; a
 # node killed mid-work is recovered by the survivors with its fsync'ed
 # data intact, also when a second node dies while the survivors recover
-# the first. fsck.ocfs2 finds the volume clean at the end.
+# the first. fsck.ocfs2 finds the volume clean at the end. o2ctl mounts
+# shows each node's node number and slot, and the survivors' count of
+# recovered slots goes up with a recovery.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -28,6 +30,25 @@ os.close(fd)
 EOF
 }
 fsdlog() { lc log "$1" fsd; }
+mounts_json() { lc exec "$1" "$O2CTL" mounts --json; }
+# mounts_shown K: node K's only mount is ours, with its node number and a slot.
+mounts_shown() {
+	local num
+	num=$(lc exec "$1" "$O2CTL" --json status | jq -e '.nodes[] | select(.local) | .num') || return 1
+	mounts_json "$1" | jq -e --argjson n "$num" --arg m "${M[$1]}" '
+		length == 1 and .[0].state == "mounted" and .[0].cluster and
+		.[0].node == $n and .[0].mountpoint == $m and .[0].slot >= 0'
+}
+# The slots recovered by node1's and node2's fsd, summed.
+recoveries() {
+	{ mounts_json 1; mounts_json 2; } | jq -s 'map(.[0].recoveries) | add'
+}
+recoveries_above() { (($(recoveries) > $1)); }
+orphans_counted() {
+	(($({ mounts_json 1; mounts_json 2; } | jq -s 'map(.[0].orphans_deleted) | add') >= 1))
+}
+mount_stale() { mounts_json "$1" | jq -e 'length == 1 and .[0].state == "stale"'; }
+status_lists_mount() { lc exec "$1" "$O2CTL" --json status | jq -e '.mounts | length == 1'; }
 
 echo "-- setup"
 if ! netd_up 3; then fail "localcluster up 3"; finish; exit 1; fi
@@ -35,6 +56,9 @@ for k in 1 2 3; do run_check "node$k mounts the volume" mnt "$k"; done
 IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
 check "every node sees the others' heartbeat and links" wait_for 20 mesh_up 3
 check "three slots are taken" sh -c "debugfs.ocfs2 -R slotmap '$IMG' 2>/dev/null | grep -cE '^[[:space:]]+[0-9]+[[:space:]]+[0-9]+' | grep -qx 3"
+for k in 1 2 3; do run_check "node$k: o2ctl mounts shows its node number and slot" mounts_shown "$k"; done
+check_eq "three different slots" 3 "$(for k in 1 2 3; do mounts_json "$k" | jq '.[0].slot'; done | sort -u | wc -l)"
+check "o2ctl status --json lists the mount" status_lists_mount 1
 
 check "mkfs a volume of another cluster" mkfs_img "$FSD_DIR/other.img" --fs-feature-level=max-compat \
     --cluster-stack=o2cb --cluster-name=other -N 2
@@ -265,14 +289,18 @@ check "node1 cannot have it" busy 1 w 0 1
 (i=0; while :; do i=$((i + 1)); mkdir "${M[3]}/work/d$i" || break; : >"${M[3]}/work/d$i/f" || break; done) 2>/dev/null &
 BG+=($!)
 sleep 1
+recovered_before=$(recoveries)
 lc kill 3 >/dev/null
 exec 8<&-
 bg_stop_all
+check "node3's killed fsd left a stale socket" mount_stale 3
 t0=$(date +%s%N)
 check "node1 writes into the dead node's directory" wait_for 30 sh -c ": >'${M[1]}/work/after'"
 t1=$(date +%s%N)
 echo "  first write into the dead node's directory after $(((t1 - t0) / 1000000)) ms"
 check "a survivor recovered the dead node's slot" wait_for 10 sh -c "cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -q 'slot 2 recovered'"
+check "o2ctl mounts: the survivors' count of recovered slots went up" \
+    wait_for 5 recoveries_above "$recovered_before"
 check_eq "node3's fsync'ed data survives" 2600 "$(wc -c <"${M[2]}/durable")"
 check "node2 lists the dead node's directories" ls "${M[2]}/work"
 check "node2 creates files after the recovery" sh -c "for i in 1 2 3 4 5; do : >\"${M[2]}/work/n\$i\" || exit 1; done"
@@ -281,6 +309,7 @@ rm -f "$FSD_DIR"/*.out
 
 check "an orphan scan deletes the file node3 had open" wait_for 20 sh -c "test \$(cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -c 'orphan scan: 1 orphans deleted') -ge 1"
 check_eq "... once" 1 "$(scans_deleted)"
+check "o2ctl mounts counts the orphan that scan deleted" orphans_counted
 
 echo "-- the killed node comes back"
 lc umount 3 >/dev/null 2>&1
