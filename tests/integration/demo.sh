@@ -22,9 +22,10 @@ trap cleanup EXIT
 demo() { env LOCALCLUSTER_DIR="$DIR" LOCALCLUSTER_PORT="$PORT" "$@" "$DEMO" >"$OUT" 2>&1; }
 # nothing_left: no process of its nodes, no mount, no state directory.
 nothing_left() {
-	# [/] keeps the pattern from matching this check's own command line.
-	! pgrep -f "[/]${DIR#/}" >/dev/null &&
-		! grep -q "$DIR" /proc/self/mountinfo &&
+	# [/] keeps the pattern from matching this check's own command line;
+	# the trailing / keeps /tmp/x from matching /tmp/x2.
+	! pgrep -f "[/]${DIR#/}/" >/dev/null &&
+		! grep -q "$DIR/" /proc/self/mountinfo &&
 		test ! -e "$DIR"
 }
 show_out() { sed 's/^/       | /' "$OUT" | tail -n 30; }
