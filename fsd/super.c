@@ -317,7 +317,7 @@ cluster_join(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t e
 	struct fsd_stack_info si;
 	const char *rundir = o->rundir ? o->rundir : rundir_default();
 
-	if ((fs->stack = stack_attach(fs, rundir, &si, err, errlen)) == NULL)
+	if ((fs->stack = stack_attach(fs, rundir, o->link_wait_ms, &si, err, errlen)) == NULL)
 		return -1;
 	fs->node_num = si.node;
 	return glue_start(fs, rundir, fs->vol.uuid, err, errlen);
