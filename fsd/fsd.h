@@ -266,6 +266,7 @@ struct fsd_mount_opts {
 	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
 	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */
 	int		 nocluster;		/* a clustered volume without the stack */
+	unsigned	 link_wait_ms;		/* 0: the default, 60 s as o2cb's */
 	const char	*rundir;		/* the stack's sockets (NULL: the default) */
 	const char	*mountpoint;		/* what the status socket reports */
 };

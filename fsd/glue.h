@@ -84,8 +84,8 @@ struct fsd_stack_info {
  * wait until it is steady and every heartbeating node is linked, and
  * register as one of this node's disk writers (fencing kills us).
  */
-struct fsd_stack *stack_attach(struct fsd *fs, const char *rundir, struct fsd_stack_info *si,
-	    char *err, size_t errlen);
+struct fsd_stack *stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms,
+	    struct fsd_stack_info *si, char *err, size_t errlen);
 void	 stack_detach(struct fsd_stack *st);
 
 #endif

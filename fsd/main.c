@@ -40,7 +40,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT\n"
 	    "  -o ro|rw, nocluster, node=N (slot map owner without a cluster, 0), commit=S (5),\n"
-	    "     cache_blocks=N, threads=N, relatime|noatime|strictatime, atime_quantum=S (60),\n"
+	    "     link_wait=S (60), cache_blocks=N, threads=N,\n"
+	    "     relatime|noatime|strictatime, atime_quantum=S (60),\n"
 	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0,\n"
 	    "     and FUSE mount options (allow_other, ...)\n");
 	exit(2);
@@ -115,6 +116,10 @@ parse_o(struct cmdline *c, const char *arg)
 			if (parse_ulong(opt + 14, 10, UINT_MAX, &v) == -1)
 				fatalx("bad atime_quantum: %s", opt + 14);
 			c->atime_quantum = (unsigned)v;
+		} else if (strncmp(opt, "link_wait=", 10) == 0) {
+			if (parse_ulong(opt + 10, 10, 3600, &v) == -1 || v == 0)
+				fatalx("bad link wait: %s", opt + 10);
+			c->mo.link_wait_ms = (unsigned)v * 1000;
 		} else if (strcmp(opt, "nocluster") == 0) {
 			c->mo.nocluster = 1;
 		} else if (strcmp(opt, "writeback_cache=0") == 0 || strcmp(opt, "no_writeback_cache") == 0) {

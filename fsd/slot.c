@@ -139,11 +139,35 @@ lock_node(struct fsd *fs, char *err, size_t errlen)
 	fl.l_start = (off_t)(1ULL << 62) + fs->node_num;
 	fl.l_len = 1;
 	if (fcntl(fs->vol.fd, F_OFD_SETLK, &fl) == -1) {
+		if ((errno == EAGAIN || errno == EACCES) &&
+		    (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT)) {
+			/* no node numbers there: whoever mounts it is node 0 */
+			snprintf(err, errlen, "another fsd on this machine has this local volume "
+			    "mounted: a local volume (mkfs.ocfs2 -M local) mounts on one node at a time");
+			return -1;
+		}
 		snprintf(err, errlen, "node %u already has this volume mounted on this machine%s",
 		    fs->node_num, errno == EAGAIN || errno == EACCES ? "" : " (cannot lock)");
 		return -1;
 	}
 	return 0;
+}
+
+/* Every slot is taken: say by whom, and how the volume gets more. */
+static void
+no_free_slot(const struct fsd *fs, const struct slotmap *m, char *err, size_t errlen)
+{
+	unsigned i, node;
+	size_t n;
+
+	n = (size_t)snprintf(err, errlen, "no free slot: the volume has %u slot%s, in use by node%s",
+	    fs->vol.max_slots, fs->vol.max_slots > 1 ? "s" : "", fs->vol.max_slots > 1 ? "s" : "");
+	for (i = 0; i < fs->vol.max_slots && n < errlen; i++) {
+		map_get(m, i, &node);
+		n += (size_t)snprintf(err + n, errlen - n, "%s %u", i ? "," : "", node);
+	}
+	if (n < errlen)
+		snprintf(err + n, errlen - n, " (tunefs.ocfs2 -N adds slots)");
 }
 
 int
@@ -188,7 +212,7 @@ slot_claim(struct fsd *fs, char *err, size_t errlen)
 	}
 	if (mine < 0) {
 		if (fre < 0) {
-			snprintf(err, errlen, "no free slot");
+			no_free_slot(fs, &m, err, errlen);
 			free(m.buf);
 			return -1;
 		}

@@ -20,7 +20,7 @@
 #include "glue.h"
 
 #define CALL_TIMEOUT_MS		5000
-#define LINK_WAIT_MS		60000	/* as o2net's wait for connections at mount */
+#define LINK_WAIT_MS		60000	/* as o2cb's wait for connections at mount */
 
 struct fsd_stack {
 	int	nmd_fd;		/* holds our reference to the heartbeat region */
@@ -192,8 +192,8 @@ register_writer(int hbd, char *err, size_t errlen)
 }
 
 struct fsd_stack *
-stack_attach(struct fsd *fs, const char *rundir, struct fsd_stack_info *si, char *err,
-    size_t errlen)
+stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_stack_info *si,
+    char *err, size_t errlen)
 {
 	struct fsd_stack *st = xcalloc(1, sizeof(*st));
 	char missing[512];
@@ -209,11 +209,13 @@ stack_attach(struct fsd *fs, const char *rundir, struct fsd_stack_info *si, char
 	    acquire_region(fs, st->nmd_fd, err, errlen) == -1)
 		goto fail;
 	/* heartbeat must be steady before anyone's liveness means anything */
-	deadline = now_ms() + LINK_WAIT_MS;
+	if (wait_ms == 0)
+		wait_ms = LINK_WAIT_MS;
+	deadline = now_ms() + wait_ms;
 	while ((s = region_state(hbd, fs->vol.uuid, &interval, err, errlen)) == 0) {
 		if (now_ms() > deadline) {
-			snprintf(err, errlen, "heartbeat on the volume is not steady after %d s",
-			    LINK_WAIT_MS / 1000);
+			snprintf(err, errlen, "heartbeat on the volume is not steady after %u s",
+			    wait_ms / 1000);
 			goto fail;
 		}
 		usleep(interval ? interval * 250 : 50000);
@@ -222,7 +224,8 @@ stack_attach(struct fsd *fs, const char *rundir, struct fsd_stack_info *si, char
 		goto fail;
 	while ((s = links_state(netd, &si->node, missing, sizeof(missing), err, errlen)) == 0) {
 		if (now_ms() > deadline) {
-			snprintf(err, errlen, "no network link to heartbeating node(s) %s", missing);
+			snprintf(err, errlen, "no network link to heartbeating node(s) %s after "
+			    "%u s", missing, wait_ms / 1000);
 			goto fail;
 		}
 		usleep(100000);

@@ -303,6 +303,13 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 	return 0;
 }
 
+/* A local volume, or -o nocluster, mounts without the cluster stack. */
+static int
+cluster_mount(const struct fsd *fs, const struct fsd_mount_opts *o)
+{
+	return !(fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT) && !o->nocluster;
+}
+
 /* Join the cluster: heartbeat, links, the lock domain named by the UUID. */
 static int
 cluster_join(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errlen)
@@ -310,12 +317,7 @@ cluster_join(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t e
 	struct fsd_stack_info si;
 	const char *rundir = o->rundir ? o->rundir : rundir_default();
 
-	if (strcmp(fs->vol.cluster_stack, "o2cb") != 0 && fs->vol.cluster_stack[0] != '\0') {
-		snprintf(err, errlen, "the volume uses cluster stack \"%s\"; this one is o2cb",
-		    fs->vol.cluster_stack);
-		return -1;
-	}
-	if ((fs->stack = stack_attach(fs, rundir, &si, err, errlen)) == NULL)
+	if ((fs->stack = stack_attach(fs, rundir, o->link_wait_ms, &si, err, errlen)) == NULL)
 		return -1;
 	fs->node_num = si.node;
 	if (glue_start(fs, rundir, fs->vol.uuid, err, errlen) == -1)
@@ -339,6 +341,16 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	pthread_mutex_init(&fs->err_mtx, NULL);
 	if (volume_open(device, o->readonly ? O_RDONLY : O_RDWR, &fs->vol, err, errlen) == -1)
 		return -1;
+	/*
+	 * Before the features: another stack's volume carries the
+	 * userspace-stack feature, and its stack is the cause to name.
+	 */
+	if (cluster_mount(fs, o) && strcmp(fs->vol.cluster_stack, "o2cb") != 0 &&
+	    fs->vol.cluster_stack[0] != '\0') {
+		snprintf(err, errlen, "the volume uses cluster stack \"%s\" (cluster \"%s\"); "
+		    "this node runs o2cb", fs->vol.cluster_stack, fs->vol.cluster_name);
+		goto fail;
+	}
 	if (ctl_start(fs, o->rundir ? o->rundir : rundir_default(), o->mountpoint, err,
 	    errlen) == -1)
 		goto fail;
@@ -382,8 +394,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	}
 	cache_init(&fs->cache, o->cache_blocks);
 	itable_init(fs);
-	if (!(fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT) && !o->nocluster &&
-	    cluster_join(fs, o, err, errlen) == -1)
+	if (cluster_mount(fs, o) && cluster_join(fs, o, err, errlen) == -1)
 		goto fail;
 	if (find_system_files(fs, err, errlen) == -1)
 		goto fail;

@@ -7,7 +7,8 @@
  * listening counts as connected to self). While a node's heartbeat and
  * link disagree it is "held", and no decision is taken while any node
  * is held: a node just coming up, or one whose link broke, gets time to
- * settle. A lost link schedules a "still up" check `delay_ms` later,
+ * settle. A lost link to a heartbeating node schedules a "still up"
+ * check `delay_ms` later (its heartbeat stopping cancels it),
  * which releases the hold and asks for a decision: odd H needs a
  * majority connected; even H needs half, and with exactly half, the
  * lowest-numbered heartbeating node must be on our side. A link that
@@ -107,6 +108,11 @@ quo_hb_up(struct quorum *q, unsigned n)
 	return clear_hold(q, n);
 }
 
+/*
+ * As o2net_disconnect_node: a node that stops heartbeating has no
+ * still-up check to come. Left, it would judge the node's next
+ * heartbeat by a link lost before it (one not back yet would fence us).
+ */
 int
 quo_hb_down(struct quorum *q, unsigned n)
 {
@@ -114,6 +120,7 @@ quo_hb_down(struct quorum *q, unsigned n)
 		return 0;
 	q->hb[n] = 0;
 	q->heartbeating--;
+	q->still_up_at[n] = 0;
 	return clear_hold(q, n);
 }
 
@@ -140,8 +147,10 @@ quo_conn_err(struct quorum *q, unsigned n, uint64_t now)
 		return 0;
 	q->conn[n] = 0;
 	q->connected--;
-	if (q->hb[n])
-		set_hold(q, n);
+	/* the link that goes with a heartbeat stopping asks nothing */
+	if (!q->hb[n])
+		return 0;
+	set_hold(q, n);
 	if (q->still_up_at[n] == 0)
 		q->still_up_at[n] = now + q->delay_ms;
 	return 0;

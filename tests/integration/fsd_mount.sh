@@ -54,9 +54,13 @@ for kind in local clustered; do
 	check_eq "journal dirty while mounted" "Dirty" "$(jflags "$IMG")"
 	check_eq "the log starts at s_first while mounted" "1" "$(jstart "$IMG")"
 	check "reads work" ls -la "$MNT/lost+found"
-	expect_error "a second fsd for node 0 is refused" "node 0 already has this volume mounted" \
-	    "$FSD" -o nocluster "$IMG" "$D/m2"
-	if [[ $kind == clustered ]]; then
+	mkdir -p "$D/m2"
+	if [[ $kind == local ]]; then
+		expect_error "a second fsd is refused" "another fsd on this machine has this local volume mounted" \
+		    "$FSD" "$IMG" "$D/m2"
+	else
+		expect_error "a second fsd for node 0 is refused" "node 0 already has this volume mounted" \
+		    "$FSD" -o nocluster "$IMG" "$D/m2"
 		expect_error "node 1 beside a live node 0 is refused" "slot 0 is in use by node 0" \
 		    "$FSD" -o nocluster,node=1 "$IMG" "$D/m2"
 	fi

@@ -193,6 +193,31 @@ Test(quorum, a_dead_node_is_no_partition)
 	run(&q, s, "deaths");
 }
 
+/*
+ * Two nodes; we stop heartbeating (an unmount) and start again at once
+ * (a mount), before the link to node 1 is back: the links lost with the
+ * heartbeats ask nothing, so the new heartbeat is held, not judged.
+ */
+Test(quorum, a_heartbeat_restarted_before_its_link_is_not_judged_by_the_old_link)
+{
+	static const struct step s[] = {
+		{ HB_DOWN, 1, 1, 2, 0, 0 },	/* our region stops: so does node 1 for us */
+		{ HB_DOWN, 2, 0, 2, 0, 0 },
+		{ CONN_ERR, 1, 0, 1, 0, 0 },	/* and the link goes with it */
+		{ HB_UP, 2, 1, 1, 0, 0 },	/* our region starts again */
+		{ HB_UP, 1, 2, 1, 1, 0 },	/* node 1 without a link yet: held */
+		{ TICK, DELAY, 2, 1, 1, 0 },
+		{ CONN_UP, 1, 2, 2, 0, 0 },
+		{ TICK, 10 * DELAY, 2, 2, 0, 0 },
+		{ END, 0, 0, 0, 0, 0 },
+	};
+	struct quorum q;
+
+	cluster_up(&q, 2, two, 2);
+	run(&q, s, "restarted");
+	cr_assert_eq(quo_next_deadline(&q), 0);
+}
+
 /* A node heartbeating without a link holds the decision until it settles. */
 Test(quorum, holds_defer_the_decision)
 {
@@ -290,7 +315,7 @@ Test(quorum, a_cleared_fence_leaves_nothing_behind_and_decides_again)
 
 	cluster_up(&q, 3, four, 4);
 	run(&q, fenced, "fenced");
-	cr_assert_eq(quo_next_deadline(&q), DELAY);
+	cr_assert_eq(quo_next_deadline(&q), 0, "node 4's check went with its heartbeat");
 	quo_unfence(&q);
 	cr_assert_eq(q.fenced, 0);
 	cr_assert_eq(q.pending, 0);
