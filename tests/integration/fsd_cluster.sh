@@ -17,7 +17,7 @@ trap 'cluster_cleanup 3 fsd' EXIT
 
 M=()
 # A short orphan scan interval: the test waits for one scan.
-mnt() { M[$1]=$(lc mount "$1" -o orphan_scan=2) || { echo "mount on node$1 failed:"; lc log "$1" fsd | tail -n 20; return 1; }; }
+mnt() { node_mount "$1" -o orphan_scan=2; }
 free_clusters() { stat -f -c %a "${M[1]}"; }
 # fsynced FILE LINE N: FILE holds LINE N times, made durable with fsync.
 fsynced() {

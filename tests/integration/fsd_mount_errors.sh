@@ -17,15 +17,6 @@ lc_setup
 trap 'cluster_cleanup 3 fsd hbd netd' EXIT
 
 M=()
-# mnt K [-o OPTIONS]: mount node K's; when that fails, M[K] names a
-# directory that does not exist, so that the checks fail harmlessly.
-mnt() {
-	M[$1]=$(lc mount "$@") && return
-	M[$1]=$FSD_DIR/node$1-not-mounted
-	echo "mount on node$1 failed:"
-	lc log "$1" fsd | tail -n 20
-	return 1
-}
 slots() { debugfs.ocfs2 -R slotmap "$1" 2>/dev/null | awk '$1 ~ /^[0-9]+$/ { printf "%s%s:%s", s, $1, $2; s = " " }'; }
 jflags() { debugfs.ocfs2 -R "stat //journal:$2" "$1" 2>/dev/null | sed -n 's/.*Journal Flags: *\(.*\)/\1/p' | xargs; }
 # nothing_left K: node K holds no heartbeat region and no lock domain.
@@ -71,8 +62,8 @@ if ! lc up 3 --image "$IMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/de
 fi
 
 echo "-- no free slot"
-run_check "node1 mounts" mnt 1
-run_check "node2 mounts" mnt 2
+run_check "node1 mounts" node_mount 1
+run_check "node2 mounts" node_mount 2
 check_eq "both slots are taken" "0:1 1:2" "$(slots "$IMG")"
 refused "node3 is refused: no free slot, naming who has the slots" 3 \
     "no free slot: the volume has 2 slots, in use by nodes 1, 2 (tunefs.ocfs2 -N adds slots)" "$IMG"
@@ -96,7 +87,7 @@ check "node3 keeps nothing" nothing_left 3
 
 echo "-- a read-only mount beside a read-write one"
 check "node2 unmounts" lc umount 2
-run_check "node2 mounts read-only" mnt 2 -o ro
+run_check "node2 mounts read-only" node_mount 2 -o ro
 check_eq "node2 takes no slot" "0:1" "$(slots "$IMG")"
 check_eq "journal:0001 stays clean" "" "$(jflags "$IMG" 0001)"
 # fsd's only way to the disk is its descriptors of the image: all read-only.
@@ -178,7 +169,7 @@ check "... after the 2 s, not much later" test "$ms" -ge 2000 -a "$ms" -le 8000
 check "node3 keeps nothing" wait_for 5 nothing_left 3
 check "node1's netd starts again" lc start 1
 check "node2's fence is cleared" o2 2 clear-fence
-run_check "node2 mounts again" mnt 2
+run_check "node2 mounts again" node_mount 2
 check "node2 unmounts" lc umount 2
 check "node1 stops heartbeating" hb_stop 1
 check "node2 stops heartbeating" hb_stop 2

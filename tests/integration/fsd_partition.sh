@@ -16,7 +16,6 @@ lc_setup
 trap 'cluster_cleanup 3 fsd hbd netd' EXIT
 
 M=()
-mnt() { M[$1]=$(lc mount "$1") || { echo "mount on node$1 failed:"; lc log "$1" fsd | tail -n 20; return 1; }; }
 not() { ! "$@"; }
 fenced() { o2 "$1" --json net-status | grep -q '"fenced":true'; }
 hb_sees() { o2 "$1" --json net-status | grep -q "\"node\":$2,[^}]*\"heartbeat\":$3"; }
@@ -39,7 +38,7 @@ for k in 1 2 3; do
 	o2 $k set cluster/lc/idle_timeout_ms 1000 >/dev/null
 	printf 'O2CB_IDLE_TIMEOUT_MS=1000\nO2CB_KEEPALIVE_DELAY_MS=300\n' >>"$LOCALCLUSTER_DIR/node$k/o2cb"
 done
-for k in 1 2 3; do run_check "node$k mounts the volume" mnt "$k"; done
+for k in 1 2 3; do run_check "node$k mounts the volume" node_mount "$k"; done
 check "every node links the others" wait_for 30 mesh_up 3
 IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
 slot3=$(grep -m1 -o 'slot [0-9]*, node 3' "$LOCALCLUSTER_DIR/node3/log/fsd.log" | cut -d' ' -f2 | tr -d ,)
@@ -99,7 +98,7 @@ lc heal 2 3 >/dev/null
 lc exec 3 "$O2CTL" clear-fence >/dev/null
 lc umount 3 >/dev/null 2>&1
 lc restart 3 >/dev/null
-run_check "node3 mounts again" mnt 3
+run_check "node3 mounts again" node_mount 3
 check "node3 links the others again" wait_for 30 mesh_up 3
 check "node3 sees what the survivors wrote" grep -q "after the partition" "${M[3]}/shared/three"
 check_eq "node3 lists node2's files" 5 "$(ls "${M[3]}/shared" | grep -c '^n2-')"
