@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -86,13 +87,19 @@ slot_recover(struct fsd *fs, int slot, unsigned lkf)
 	return rc;
 }
 
+/*
+ * Recover the slots of the dead nodes. A read-only mount cannot write
+ * them: it leaves them to a read-write node, and marks in waiting[n] the
+ * dead nodes whose slot is still to be recovered.
+ */
 static void
-recover_nodes(struct fsd *fs, const uint8_t *dead)
+recover_nodes(struct fsd *fs, const uint8_t *dead, uint8_t *waiting)
 {
 	int slots[OCFS2_MAX_SLOTS];
 	unsigned n, i;
 	int rc;
 
+	memset(waiting, 0, GLUE_MAX_NODES);
 	if ((rc = lockres_lock_flags(fs, fs->super_lock, LKM_EX, LKF_RECOVERY)) != 0) {
 		log_warnx("node recovery: superblock lock: %s", strerror(-rc));
 		return;
@@ -103,37 +110,66 @@ recover_nodes(struct fsd *fs, const uint8_t *dead)
 		if (slots[i] < 0 || (int)i == fs->slot)
 			continue;
 		n = (unsigned)slots[i];
-		if (n < GLUE_MAX_NODES && dead[n]) {
-			log_info("recovering slot %u of dead node %u", i, n);
-			slot_recover(fs, (int)i, 0);
+		if (n >= GLUE_MAX_NODES || !dead[n])
+			continue;
+		if (fs->readonly) {
+			waiting[n] = 1;
+			continue;
 		}
+		log_info("recovering slot %u of dead node %u", i, n);
+		slot_recover(fs, (int)i, 0);
 	}
 	lockres_unlock(fs, fs->super_lock, LKM_EX);
 }
 
+/*
+ * Until a dead node's slot is recovered, locks granted afresh wait
+ * (glue_wait_recovery): on a read-only mount that lasts until a
+ * read-write node has done it, which this thread looks for every second.
+ */
 static void *
 reco_loop(void *arg)
 {
 	struct fsd_glue *g = arg;
-	uint8_t dead[GLUE_MAX_NODES];
-	unsigned n;
+	uint8_t dead[GLUE_MAX_NODES], waiting[GLUE_MAX_NODES], told[GLUE_MAX_NODES] = { 0 };
+	struct timespec again;
+	unsigned n, nwaiting = 0;
 
 	glue_recovery_thread(1);
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
-		while (g->ndead == 0 && !g->reco_stop)
-			pthread_cond_wait(&g->reco_cv, &g->mtx);
+		while ((g->ndead == 0 || nwaiting > 0) && !g->reco_stop) {
+			if (nwaiting == 0) {
+				pthread_cond_wait(&g->reco_cv, &g->mtx);
+				continue;
+			}
+			clock_gettime(CLOCK_REALTIME, &again);
+			again.tv_sec += 1;
+			if (pthread_cond_timedwait(&g->reco_cv, &g->mtx, &again) == ETIMEDOUT)
+				break;
+		}
 		if (g->reco_stop)
 			break;
 		memcpy(dead, g->dead, sizeof(dead));
 		pthread_mutex_unlock(&g->mtx);
-		recover_nodes(g->fs, dead);
+		recover_nodes(g->fs, dead, waiting);
 		pthread_mutex_lock(&g->mtx);
-		for (n = 0; n < GLUE_MAX_NODES; n++)
-			if (dead[n] && g->dead[n]) {
+		nwaiting = 0;
+		for (n = 0; n < GLUE_MAX_NODES; n++) {
+			if (waiting[n]) {
+				if (!told[n])
+					log_warnx("node %u died: its slot waits for a read-write "
+					    "mount to recover it (this one is read-only)", n);
+				told[n] = 1;
+				nwaiting++;
+			} else if (dead[n] && g->dead[n]) {
+				if (told[n])
+					log_info("node %u's slot was recovered by another node", n);
+				told[n] = 0;
 				g->dead[n] = 0;
 				g->ndead--;
 			}
+		}
 		pthread_cond_broadcast(&g->reco_cv);
 	}
 	pthread_mutex_unlock(&g->mtx);

@@ -151,32 +151,73 @@ find_system_files(struct fsd *fs, char *err, size_t errlen)
 }
 
 /*
- * A read-only mount writes nothing, so it cannot replay a journal: refuse
- * a volume whose journals hold transactions rather than show a state
- * that recovery would change.
+ * Did a node that is gone leave slot i's journal dirty? In a cluster the
+ * slot's journal lock tells: a live node holds it EX, so a trylock fails.
+ * The lock is private (uncached): kept, it would make the next node's
+ * trylock take the slot's node for alive.
+ */
+static int
+slot_left_dirty(struct fsd *fs, unsigned i, int *dirty)
+{
+	struct fsd_lockres *lr = NULL;
+	struct fsd_buf *b;
+	uint32_t gen;
+	int rc;
+
+	*dirty = 0;
+	if ((rc = block_read(fs, fs->slots[i].journal, BLK_INODE, &b)) != 0)
+		return rc;
+	gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+	block_put(fs, b);
+	if (fs->glue != NULL) {
+		lr = lockres_private(fs, FSD_LOCK_META, fs->slots[i].journal, gen);
+		if ((rc = lockres_lock_flags(fs, lr, LKM_EX, LKF_TRY)) != 0) {
+			lockres_private_free(fs, lr);
+			return rc == -EAGAIN ? 0 : rc;
+		}
+		/* what we read before holding the lock may predate a recovery */
+		block_forget(fs, fs->slots[i].journal);
+	}
+	if ((rc = block_read(fs, fs->slots[i].journal, BLK_INODE, &b)) == 0) {
+		*dirty = (LE32(((const struct ocfs2_dinode *)b->data)->id1.journal1.ij_flags) &
+		    OCFS2_JOURNAL_DIRTY_FL) != 0;
+		block_put(fs, b);
+	}
+	if (lr != NULL) {
+		lockres_unlock(fs, lr, LKM_EX);
+		lockres_private_free(fs, lr);
+	}
+	return rc;
+}
+
+/*
+ * A read-only mount replays nothing, so it refuses a journal that needs
+ * recovery: what it would read may be what recovery would change. In a
+ * cluster that is the journal of a node that is gone (a live node's is
+ * dirty while it is mounted), checked under the superblock lock, which
+ * every recovery holds EX.
  */
 static int
 check_journals_clean(struct fsd *fs, char *err, size_t errlen)
 {
-	struct fsd_buf *b;
 	unsigned i;
-	int dirty;
+	int rc = 0, dirty = 0;
 
-	for (i = 0; i < fs->vol.max_slots; i++) {
-		if (block_read(fs, fs->slots[i].journal, BLK_INODE, &b) != 0) {
-			snprintf(err, errlen, "journal:%04u is unreadable", i);
-			return -1;
-		}
-		dirty = LE32(((const struct ocfs2_dinode *)b->data)->id1.journal1.ij_flags) &
-		    OCFS2_JOURNAL_DIRTY_FL;
-		block_put(fs, b);
-		if (dirty) {
-			snprintf(err, errlen, "the journal of slot %u needs recovery; "
-			    "a read-only mount cannot replay it", i);
-			return -1;
-		}
+	if (fs->glue != NULL && (rc = lockres_lock(fs, fs->super_lock, LKM_PR)) != 0) {
+		snprintf(err, errlen, "superblock lock: %s", strerror(-rc));
+		return -1;
 	}
-	return 0;
+	for (i = 0; i < fs->vol.max_slots && rc == 0 && !dirty; i++)
+		rc = slot_left_dirty(fs, i, &dirty);
+	if (fs->glue != NULL)
+		lockres_unlock(fs, fs->super_lock, LKM_PR);
+	if (rc != 0)
+		snprintf(err, errlen, "journal:%04u: %s", i - 1, strerror(-rc));
+	else if (dirty)
+		snprintf(err, errlen, "the journal of slot %u needs recovery; a read-only mount "
+		    "cannot replay it%s", i - 1, fs->glue != NULL ? " (a read-write mount on any "
+		    "node will)" : "");
+	return rc != 0 || dirty ? -1 : 0;
 }
 
 /* jbd2's commit interval: what was not fsync'ed is at most this old. */
@@ -209,10 +250,6 @@ commit_loop(void *arg)
 	return NULL;
 }
 
-/*
- * Read-write: take a slot, replay its journal if a crash left it dirty,
- * then open it for this session and mark it dirty (ondisk.md §6.5, §7.3).
- */
 /* Locks of the system files that nodes share (with a cluster). */
 static void
 system_locks(struct fsd *fs)
@@ -411,7 +448,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 		    (unsigned long long)fs->root_blkno);
 		goto fail;
 	}
-	if (fs->readonly && fs->glue == NULL && check_journals_clean(fs, err, errlen) == -1)
+	if (fs->readonly && check_journals_clean(fs, err, errlen) == -1)
 		goto fail;
 	if (!fs->readonly) {
 		/* the mount is recovery's peer: it never waits for it (it holds SUPER) */

@@ -123,6 +123,26 @@ check "node2's fsd warned of nothing and ended with the unmount" session_clean 2
 check "node1 unmounts" lc umount 1
 check_eq "no slot is taken" "" "$(slots "$IMG")"
 
+echo "-- the read-write node dies beside a read-only one"
+run_check "node1 mounts" node_mount 1
+run_check "node2 mounts read-only" node_mount 2 -o ro
+echo durable | dd of="${M[1]}/durable" conv=fsync status=none
+lc kill 1 >/dev/null
+check "node2 leaves node1's slot to a read-write mount" wait_for 20 grep -q \
+    'node 1 died: its slot waits for a read-write mount to recover it' "$LOCALCLUSTER_DIR/node2/log/fsd.log"
+refused "a read-only mount on node3 is refused: node1's journal needs recovery" 3 \
+    "the journal of slot 0 needs recovery; a read-only mount cannot replay it (a read-write mount on any node will)" \
+    "$IMG" -o ro
+run_check "node3 mounts read-write, recovering node1's slot" node_mount 3
+check "node2 learns that another node recovered it" wait_for 10 grep -q \
+    "node 1's slot was recovered by another node" "$LOCALCLUSTER_DIR/node2/log/fsd.log"
+check_eq "node2 reads what node1 fsync'ed" durable "$(timeout 20 cat "${M[2]}/durable")"
+check "node3 unmounts" lc umount 3
+check "node2 unmounts" lc umount 2
+lc umount 1 >/dev/null 2>&1
+check "node1's daemons start again" lc start 1
+check_eq "no slot is taken" "" "$(slots "$IMG")"
+
 echo "-- a local volume: one node at a time, without the cluster"
 # Nodes 1 and 2 share this machine, where fsd's lock on the image keeps a
 # second fsd out; on two machines nothing would (nor with the kernel).
