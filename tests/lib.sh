@@ -6,7 +6,8 @@
 set -u
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD=${OCFS2_BUILD:-$TOP/build}
+# Absolute: make check passes "build", and tests cd and make symlinks.
+BUILD=$(realpath -m "${OCFS2_BUILD:-$TOP/build}")
 export OCFS2_BUILD=$BUILD
 O2CTL=$BUILD/o2ctl
 LOCALCLUSTER=$TOP/scripts/localcluster
