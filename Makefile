@@ -3,6 +3,7 @@
 #   make SANITIZE=1   the same with ASan+UBSan, into build/san/
 #   make check        unit tests (plain and sanitized), then integration tests
 #   make bench        benchmarks
+#   make soak         long fsx and crash runs on fsd (needs root and FUSE)
 #   make install      PREFIX=/usr/local DESTDIR= (daemons, o2ctl, systemd units, docs)
 
 PREFIX	?= /usr/local
@@ -138,6 +139,32 @@ check:
 bench: all $(BENCH_BINS)
 	bench/run --build $(BUILD)
 
+# The soak: fsx on fsd with many more operations and seeds than CI runs,
+# on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once
+# more with fsd's writeback cache off; then fsd_crash.sh with more rounds.
+# About 10 minutes; every run is made and the target fails if any did.
+SOAK_OPS	 ?= 20000
+SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
+SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
+SOAK_CRASH_ROUNDS ?= 40
+
+soak: all
+	@rc=0; \
+	for g in $(SOAK_GEOMETRIES); do \
+		echo "== fsd_fsx: $(SOAK_OPS) operations, seeds $(SOAK_SEEDS), blocks:clusters $$g"; \
+		FSD_FSX_MKFS="-b $${g%%:*} -C $${g#*:}" FSD_FSX_OPS=$(SOAK_OPS) \
+		    FSD_FSX_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
+		    bash tests/integration/fsd_fsx.sh || rc=1; \
+	done; \
+	echo "== fsd_fsx: the same without fsd's writeback cache"; \
+	FSD_FSX_FSD="-o writeback_cache=0" FSD_FSX_OPS=$(SOAK_OPS) \
+	    FSD_FSX_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/fsd_fsx.sh || rc=1; \
+	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
+	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/fsd_crash.sh || rc=1; \
+	exit $$rc
+
 # systemd units: ocfs2.target plus the service of each daemon that is built,
 # made from systemd/*.in with the install paths (always regenerated: they
 # depend on PREFIX). ocfs2.target.requires/ links make the target require
@@ -187,7 +214,7 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all check bench install uninstall clean unit-bins units FORCE
+.PHONY: all check bench soak install uninstall clean unit-bins units FORCE
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
