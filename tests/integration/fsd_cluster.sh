@@ -108,6 +108,11 @@ import mmap, sys
 f = open(sys.argv[1], 'r+b'); m = mmap.mmap(f.fileno(), 0)
 m[0:5] = b'AGAIN'; m.flush()" "${M[3]}/mm2"
 check_eq "node1 sees node3's mmap rewrite" AGAIN "$(head -c 5 "${M[1]}/mm2")"
+# fsx in a cluster mount (its own page cache rules), then read elsewhere.
+check "fsx on node1: 1500 random operations match the model" \
+    "$BUILD/progs/fsx" -N 1500 -S 7 -l 1M -m "$FSD_DIR/fsx.model" "${M[1]}/fsx"
+check "node2 reads fsx's file as the model has it" cmp "${M[2]}/fsx" "$FSD_DIR/fsx.model"
+check "node3 too" cmp "${M[3]}/fsx" "$FSD_DIR/fsx.model"
 
 echo "-- three nodes append to one file with O_APPEND"
 : >"${M[1]}/log"
