@@ -70,10 +70,16 @@ struct fsd_plocks {
 
 /* ---- one node's table -------------------------------------------------- */
 
+static struct plock_inode **
+bucket(struct fsd_plocks *pl, uint64_t ino)
+{
+	return &pl->hash[(ino * 0x9E3779B97F4A7C15ULL) >> 56];
+}
+
 static struct plock_inode *
 inode_of(struct fsd_plocks *pl, uint64_t ino, int create)
 {
-	struct plock_inode **pp = &pl->hash[(ino * 0x9E3779B97F4A7C15ULL) >> 56], *pi;
+	struct plock_inode **pp = bucket(pl, ino), *pi;
 
 	for (pi = *pp; pi != NULL; pi = pi->next)
 		if (pi->ino == ino)
@@ -85,6 +91,18 @@ inode_of(struct fsd_plocks *pl, uint64_t ino, int create)
 	pi->next = *pp;
 	*pp = pi;
 	return pi;
+}
+
+/* An inode without locks here leaves the table (every close asks for it). */
+static void
+plock_inode_drop(struct fsd_plocks *pl, struct plock_inode *pi)
+{
+	struct plock_inode **pp = bucket(pl, pi->ino);
+
+	while (*pp != pi)
+		pp = &(*pp)->next;
+	*pp = pi->next;
+	free(pi);
 }
 
 static int
@@ -172,8 +190,11 @@ release(struct fsd_plocks *pl, uint64_t ino, uint64_t owner, uint64_t start, uin
 	struct plock_inode *pi;
 
 	pthread_mutex_lock(&pl->mtx);
-	if ((pi = inode_of(pl, ino, 0)) != NULL)
+	if ((pi = inode_of(pl, ino, 0)) != NULL) {
 		set_range(pi, owner, 0, F_UNLCK, start, end);
+		if (pi->locks == NULL)
+			plock_inode_drop(pl, pi);
+	}
 	pthread_cond_broadcast(&pl->released);
 	pthread_mutex_unlock(&pl->mtx);
 }

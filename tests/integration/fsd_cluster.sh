@@ -263,13 +263,16 @@ sync
 before=$(free_clusters)
 dd if=/dev/zero of="${M[1]}/big" bs=1M count=16 status=none
 exec 7<>"${M[2]}/big"
+# The global bitmap counts node1's local alloc window as used: how much
+# of the file it shows depends on the window, so compare with after.
+written=$(free_clusters)
 rm "${M[1]}/big"
 check "gone from node1's view" test ! -e "${M[1]}/big"
 check "node3 does not see it either" test ! -e "${M[3]}/big"
 check_eq "node2 still reads it" 16777216 "$(wc -c <&7)"
 check "node2 still writes it" sh -c "echo tail >&7"
 sleep 1
-check "its space is not freed while node2 has it open" test "$(free_clusters)" -lt "$((before - 4000))"
+check "its space is not freed while node2 has it open" test "$(free_clusters)" -le "$written"
 exec 7>&-
 check "closing it on node2 frees its space" wait_for 10 sh -c "test \$(stat -f -c %a '${M[1]}') -ge $((before - 8))"
 check "its orphan is gone from every orphan dir" sh -c \
