@@ -185,7 +185,7 @@ main(int argc, char **argv)
 	struct fuse_session *se;
 	struct cmdline c;
 	struct fsd fs;
-	char err[512], *fo;
+	char err[512], *fo, *canon = NULL;
 	int rc = 1;
 
 	parse_cmdline(&c, argc, argv);
@@ -222,9 +222,12 @@ main(int argc, char **argv)
 	fs.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
+	canon = realpath(c.mountpoint, NULL);	/* once mounted, asking would wait for us */
 	if (fuse_session_mount(se, c.mountpoint) != 0)
 		goto out_signals;
 	log_info("%s mounted on %s", c.device, c.mountpoint);
+	if (canon != NULL)
+		fsd_readahead_setup(canon);
 	notify_ready();
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, c.threads);
@@ -243,6 +246,7 @@ out_unmount:
 	super_unmount(&fs);
 	fuse_opt_free_args(&args);
 	free(c.fuse_opts);
+	free(canon);
 	log_info("%s: unmounted", c.device);
 	return rc;
 }

@@ -1,7 +1,17 @@
 /* The FUSE lowlevel operations table and connection setup. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "log.h"
 
 #include "ops.h"
+
+#define FSD_READAHEAD	(4u << 20)	/* bytes the kernel reads ahead of a reader */
 
 struct fsd_timeouts fsd_timeouts = { 1.0, 1.0 };
 int fsd_writeback_cache = 1;
@@ -13,7 +23,7 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 	struct fsd *fs = userdata;
 
 	/* Large reads go to the disk as one O_DIRECT request per run. */
-	conn->max_readahead = 1u << 20;
+	conn->max_readahead = FSD_READAHEAD;
 	if (conn->capable & FUSE_CAP_READDIRPLUS)
 		conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
 	/* a cluster: every read() asks for attributes and drops stale pages */
@@ -75,3 +85,60 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.rmdir		= fsd_rmdir,
 	.rename		= fsd_rename,
 };
+
+/* mountinfo's form of a path: space, tab, newline and backslash as \ooo. */
+static void
+mountinfo_escape(const char *path, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	for (; *path != '\0' && n + 5 < outlen; path++) {
+		if (strchr(" \t\n\\", *path) != NULL)
+			n += (size_t)snprintf(out + n, outlen - n, "\\%03o", (unsigned char)*path);
+		else
+			out[n++] = *path;
+	}
+	out[n] = '\0';
+}
+
+/*
+ * The kernel takes max_readahead only up to the mount's read-ahead
+ * window, 128 KiB unless someone raises it: sequential reads then reach
+ * us 128 KiB at a time, one O_DIRECT read each, at a third of what the
+ * disk gives (1 GiB: 460 MB/s, 1.8 GB/s with a 1 MiB window). Raise it,
+ * as an admin would through sysfs; only root may, and a failure costs
+ * just speed. The mount's device number comes from mountinfo: a stat of
+ * the mountpoint would wait for this very process to answer it.
+ */
+void
+fsd_readahead_setup(const char *mountpoint)
+{
+	char want[4 * PATH_MAX], path[64], kb[16], *line = NULL, *mp, *dev, *save;
+	unsigned maj = 0, min = 0;
+	size_t cap = 0;
+	int fd, n, found = 0;
+	FILE *f;
+
+	mountinfo_escape(mountpoint, want, sizeof(want));
+	if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
+		return;
+	/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ...; the last match is on top */
+	while (getline(&line, &cap, f) != -1) {
+		if (strtok_r(line, " ", &save) == NULL || strtok_r(NULL, " ", &save) == NULL ||
+		    (dev = strtok_r(NULL, " ", &save)) == NULL ||
+		    strtok_r(NULL, " ", &save) == NULL || (mp = strtok_r(NULL, " ", &save)) == NULL)
+			continue;
+		if (strcmp(mp, want) == 0 && sscanf(dev, "%u:%u", &maj, &min) == 2)
+			found = 1;
+	}
+	free(line);
+	fclose(f);
+	if (!found)
+		return;
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	n = snprintf(kb, sizeof(kb), "%u\n", FSD_READAHEAD / 1024);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1 || write(fd, kb, (size_t)n) != n)
+		log_debug("%s: %s: read-ahead stays at the kernel's default", path, strerror(errno));
+	if (fd != -1)
+		close(fd);
+}

@@ -94,5 +94,8 @@ void	fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
 
 /* ops.c */
 void	fsd_init(void *userdata, struct fuse_conn_info *conn);
+/* Once mounted (MOUNTPOINT canonical): let the kernel read ahead as far
+ * as max_readahead says. */
+void	fsd_readahead_setup(const char *mountpoint);
 
 #endif
