@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +179,7 @@ int
 ctl_start(struct fsd *fs, const char *rundir, const char *mountpoint, char *err,
     size_t errlen)
 {
-	char real[PATH_MAX], why[256];
+	char why[256];
 	struct fsd_ctl *ctl;
 	struct stat sb;
 	sigset_t all, old;
@@ -196,8 +195,7 @@ ctl_start(struct fsd *fs, const char *rundir, const char *mountpoint, char *err,
 	ctl->stop_pipe[0] = ctl->stop_pipe[1] = -1;
 	pthread_mutex_init(&ctl->mtx, NULL);
 	xasprintf(&ctl->path, "%s/fsd-%s.sock", rundir, fs->vol.uuid);
-	ctl->mountpoint = xstrdup(mountpoint != NULL && realpath(mountpoint, real) != NULL ?
-	    real : mountpoint != NULL ? mountpoint : "");
+	ctl->mountpoint = xstrdup(mountpoint != NULL ? mountpoint : "");
 	if (ctl_live(ctl->path, &pid)) {
 		snprintf(err, errlen, "fsd (pid %d) already serves volume %s from %s (%s answers)",
 		    (int)pid, fs->vol.uuid, rundir, ctl->path);

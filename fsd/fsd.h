@@ -268,7 +268,7 @@ struct fsd_mount_opts {
 	int		 nocluster;		/* a clustered volume without the stack */
 	unsigned	 link_wait_ms;		/* 0: the default, 60 s as o2cb's */
 	const char	*rundir;		/* the stack's sockets (NULL: the default) */
-	const char	*mountpoint;		/* what the status socket reports */
+	const char	*mountpoint;		/* canonical: what the status socket reports */
 };
 int	 super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	    char *err, size_t errlen);

@@ -192,10 +192,13 @@ main(int argc, char **argv)
 	log_init("fsd", c.verbose);
 	if (access(c.mountpoint, F_OK) == -1)
 		fatal("%s", c.mountpoint);
+	/* resolved now: once mounted, a lookup of it would wait for us */
+	canon = realpath(c.mountpoint, NULL);
 	c.mo.rundir = c.rundir;
-	c.mo.mountpoint = c.mountpoint;
+	c.mo.mountpoint = canon != NULL ? canon : c.mountpoint;
 	if (super_mount(&fs, c.device, &c.mo, err, sizeof(err)) == -1) {
 		log_warnx("cannot mount %s: %s", c.device, err);
+		free(canon);
 		return 1;
 	}
 	fs.atime = c.atime;
@@ -222,7 +225,6 @@ main(int argc, char **argv)
 	fs.se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
-	canon = realpath(c.mountpoint, NULL);	/* once mounted, asking would wait for us */
 	if (fuse_session_mount(se, c.mountpoint) != 0)
 		goto out_signals;
 	log_info("%s mounted on %s", c.device, c.mountpoint);
