@@ -165,11 +165,12 @@ slot_left_dirty(struct fsd *fs, unsigned i, int *dirty)
 	int rc;
 
 	*dirty = 0;
-	if ((rc = block_read(fs, fs->slots[i].journal, BLK_INODE, &b)) != 0)
-		return rc;
-	gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
-	block_put(fs, b);
 	if (fs->glue != NULL) {
+		/* the lock's name carries the generation */
+		if ((rc = block_read(fs, fs->slots[i].journal, BLK_INODE, &b)) != 0)
+			return rc;
+		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+		block_put(fs, b);
 		lr = lockres_private(fs, FSD_LOCK_META, fs->slots[i].journal, gen);
 		if ((rc = lockres_lock_flags(fs, lr, LKM_EX, LKF_TRY)) != 0) {
 			lockres_private_free(fs, lr);
@@ -340,6 +341,13 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 	return 0;
 }
 
+/* Where the stack's sockets are, and our status socket goes. */
+static const char *
+mount_rundir(const struct fsd_mount_opts *o)
+{
+	return o->rundir != NULL ? o->rundir : rundir_default();
+}
+
 /* A local volume, or -o nocluster, mounts without the cluster stack. */
 static int
 cluster_mount(const struct fsd *fs, const struct fsd_mount_opts *o)
@@ -352,7 +360,7 @@ static int
 cluster_join(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errlen)
 {
 	struct fsd_stack_info si;
-	const char *rundir = o->rundir ? o->rundir : rundir_default();
+	const char *rundir = mount_rundir(o);
 
 	if ((fs->stack = stack_attach(fs, rundir, o->link_wait_ms, &si, err, errlen)) == NULL)
 		return -1;
@@ -388,8 +396,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 		    "this node runs o2cb", fs->vol.cluster_stack, fs->vol.cluster_name);
 		goto fail;
 	}
-	if (ctl_start(fs, o->rundir ? o->rundir : rundir_default(), o->mountpoint, err,
-	    errlen) == -1)
+	if (ctl_start(fs, mount_rundir(o), o->mountpoint, err, errlen) == -1)
 		goto fail;
 	if (super_check_features(fs->vol.compat, fs->vol.incompat, fs->vol.ro_compat,
 	    fs->readonly, err, errlen) == -1)
