@@ -243,6 +243,9 @@ struct dlm_domain {
 	/* recovery */
 	uint8_t			 dead[DLM_MAX_NODES];	/* to recover */
 	int			 recovering;	/* frozen */
+	/* a member died since we joined: a resource that looks new may have
+	   lived, with its value, only on that node */
+	int			 lost_member;
 	uint8_t			 reco_master;
 	uint64_t		 reco_epoch;	/* accepted BEGIN_RECO */
 	struct reco_state	*reco;		/* we are the recovery master */

@@ -106,6 +106,7 @@ reco_node_down(struct dlm_domain *d, unsigned node)
 	int q, held_ex;
 
 	d->recovering = 1;
+	d->lost_member = 1;
 	if (d->directory == node)
 		d->directory = DLM_NODE_NONE;
 	for (b = 0; b < DLM_HASH_BUCKETS; b++)

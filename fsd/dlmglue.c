@@ -49,6 +49,8 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 #define LR_REFRESH	0x08	/* granted from NL: cached state is stale */
 #define LR_REFRESHING	0x10
 #define LR_CANCEL	0x20	/* our in-flight upconvert is being cancelled */
+#define LR_UNSURE	0x40	/* granted afresh with no valid value block: a dead
+				   node may have held it at EX */
 
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -492,8 +494,23 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			pthread_cond_wait(&lr->cv, m);
 			continue;
 		}
-		if (lr->level >= level && !(lr->flags & LR_REFRESHING))
+		if (lr->level >= level && !(lr->flags & LR_REFRESHING)) {
+			/*
+			 * What a dead node may have held at EX is read only after
+			 * its journal is replayed. We wait holding no count on it,
+			 * so that recovery, or another node, can still have it.
+			 */
+			if ((lr->flags & LR_UNSURE) && lr->owner != 0 && !(lkf & LKF_RECOVERY) &&
+			    glue_recovery_pending(g)) {
+				if (lkf & LKF_TRY) {
+					pthread_mutex_unlock(m);
+					return -EAGAIN;
+				}
+				pthread_cond_wait(&g->reco_cv, m);
+				continue;
+			}
 			break;
+		}
 		if (lr->flags & (LR_BUSY | LR_REFRESHING)) {
 			pthread_cond_wait(&lr->cv, m);
 			continue;
@@ -519,11 +536,8 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 	else
 		lr->ro++;
 	if (lr->flags & LR_REFRESH) {
-		lr->flags = (lr->flags & ~LR_REFRESH) | LR_REFRESHING;
+		lr->flags = (lr->flags & ~(LR_REFRESH | LR_UNSURE)) | LR_REFRESHING;
 		pthread_mutex_unlock(m);
-		/* a lock a dead node held: read only after its journal is replayed */
-		if (!(lkf & LKF_RECOVERY))
-			glue_wait_recovery(fs);
 		refresh(fs, lr);
 		pthread_mutex_lock(m);
 		lr->flags &= ~LR_REFRESHING;
@@ -580,8 +594,11 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 	    ast->mode, lr->level, lr->flags);
 	lr->status = ast->status;
 	if (ast->status == 0) {
-		if (lr->level <= LKM_NL && ast->mode >= LKM_PR)
+		if (lr->level <= LKM_NL && ast->mode >= LKM_PR) {
 			lr->flags |= LR_REFRESH;
+			if (!(ast->has_lvb && ast->lvb_valid))
+				lr->flags |= LR_UNSURE;
+		}
 		if (ast->has_lvb && lr->type != FSD_LOCK_META) {
 			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
 			lr->lvb_valid = ast->lvb_valid;
@@ -751,7 +768,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 {
 	struct fsd *fs = g->fs;
 	uint8_t lvb[DLMC_LVB_LEN];
-	int target, from;
+	int target, from, has_lvb;
 	uint64_t lockid;
 
 	if (!(lr->flags & LR_BLOCKED))
@@ -783,13 +800,16 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 		return;		/* the last conflicting unlock queues it again */
 	/* BUSY keeps lockers out while we write home and forget */
 	from = lr->level;
+	has_lvb = from == LKM_EX && has_valblk(lr);
 	lr->flags |= LR_BUSY;
 	pthread_mutex_unlock(&g->mtx);
 	if (from == LKM_EX) {
 		/* what we changed under EX must be home before anyone else reads it */
 		if (journal_checkpoint(fs) != 0)
 			log_warnx("lock %s: checkpoint before giving it up failed", lr->name);
-		if (lr->type == FSD_LOCK_META)
+		if (lr->flags & LR_UNSURE)
+			has_lvb = 0;	/* we read nothing under it: it stays invalid */
+		else if (lr->type == FSD_LOCK_META)
 			stuff_lvb(fs, lr, lvb);
 		else
 			memcpy(lvb, lr->lvb, sizeof(lvb));	/* its holder wrote it */
@@ -800,7 +820,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 			queue_inval(g, lr->owner);
 	}
 	pthread_mutex_lock(&g->mtx);
-	request_wait(g, &g->mtx, lr, target, 0, from == LKM_EX && has_valblk(lr) ? lvb : NULL);
+	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL);
 	if (lr->status != 0)
 		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
 		    strerror(lr->status));

@@ -61,8 +61,9 @@ void	 glue_stop(struct fsd *fs);
 
 /* reco.c */
 void	 glue_node_down(struct fsd_glue *g, unsigned node);
-/* Wait until no dead node's slot waits for recovery. */
-void	 glue_wait_recovery(struct fsd *fs);
+/* A dead node's journal is still to be replayed, and this thread would
+ * wait for it (not recovery's own). glue->mtx held; reco_cv tells of a change. */
+int	 glue_recovery_pending(struct fsd_glue *g);
 int	 glue_reco_start(struct fsd_glue *g);
 void	 glue_reco_stop(struct fsd_glue *g);
 /* Lost dlmd: this node may no longer touch the disk. Does not return. */

@@ -2,17 +2,22 @@
  * Node death in the filesystem (the kernel's journal.c recovery thread).
  *
  * dlmd tells us of a death before it recovers the dead node's locks, so
- * a lock the dead node held reaches us only after we know: the first
- * holder of any lock granted afresh waits here until every dead node's
- * slot is recovered (glue_wait_recovery), then reads from disk.
+ * a lock the dead node held reaches us only after we know. dlmd marks the
+ * value block of a lock whose EX holder died invalid (as o2dlm does, and
+ * when the lock's master died it cannot tell, so marks it so too): a lock
+ * granted afresh without a valid value block is used only once every dead
+ * node's journal is replayed (glue_recovery_pending, in dlmglue.c). Locks
+ * the dead node did not hold at EX are read at once: what it changed
+ * under them went home when it gave them up.
  *
  * The recovery thread: under SUPER EX, for each dead node with a slot,
- * take that slot's journal lock EX (granted once dlmd has recovered it),
- * replay the journal, give back its local alloc window and truncate log,
- * delete its orphans nobody has open, and free the slot. Whichever
- * survivor gets the journal lock first does it; the others find the
- * journal clean and the slot free. A mount does the same for slots
- * whose owner is gone without anyone noticing (slot_recover_dead).
+ * take that slot's journal lock EX (granted once dlmd has recovered it)
+ * and replay the journal; then whoever waited for that goes on, and the
+ * thread gives back the slot's local alloc window and truncate log,
+ * deletes its orphans nobody has open, and frees the slot. Whichever
+ * survivor gets the journal lock first does it; the others find the slot
+ * free. A mount does the same for slots whose owner is gone without
+ * anyone noticing (recover_offline_slots).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -47,33 +52,41 @@ glue_node_down(struct fsd_glue *g, unsigned node)
 	pthread_mutex_unlock(&g->mtx);
 }
 
-void
-glue_wait_recovery(struct fsd *fs)
+int
+glue_recovery_pending(struct fsd_glue *g)
 {
-	struct fsd_glue *g = fs->glue;
-
-	if (g == NULL || in_recovery)
-		return;
-	pthread_mutex_lock(&g->mtx);
-	while (g->ndead > 0 && !g->reco_stop)
-		pthread_cond_wait(&g->reco_cv, &g->mtx);
-	pthread_mutex_unlock(&g->mtx);
+	return g != NULL && g->ndead > 0 && !g->reco_stop && !in_recovery;
 }
 
-int
-slot_recover(struct fsd *fs, int slot, unsigned lkf)
+/* Take slot's journal lock EX and replay its journal; the lock stays held. */
+static int
+slot_replay(struct fsd *fs, int slot, unsigned lkf, unsigned *replayed)
 {
 	struct fsd_lockres *jl = fs->slots[slot].journal_lock;
-	unsigned replayed;
 	char err[256];
 	int rc;
 
 	if ((rc = lockres_lock_flags(fs, jl, LKM_EX, lkf | LKF_RECOVERY)) != 0)
 		return rc;
-	if (recovery_replay_slot(fs, slot, &replayed, err, sizeof(err)) == -1) {
+	if (recovery_replay_slot(fs, slot, replayed, err, sizeof(err)) == -1) {
 		log_warnx("recovering slot %d: %s; the volume needs fsck", slot, err);
-		rc = -EIO;
-	} else if ((rc = la_release_slot(fs, slot)) != 0 || (rc = tl_flush_slot(fs, slot)) != 0 ||
+		lockres_unlock(fs, jl, LKM_EX);
+		return -EIO;
+	}
+	return 0;
+}
+
+/*
+ * After the replay: give back the slot's local alloc window and truncate
+ * log, delete its orphans nobody has open, free the slot and let its
+ * journal lock go. These take their locks as any change does.
+ */
+static int
+slot_finish(struct fsd *fs, int slot, unsigned replayed)
+{
+	int rc;
+
+	if ((rc = la_release_slot(fs, slot)) != 0 || (rc = tl_flush_slot(fs, slot)) != 0 ||
 	    (rc = orphan_recover(fs, slot)) < 0 || (rc = journal_commit(fs)) != 0 ||
 	    (rc = slot_free(fs, slot)) != 0)
 		log_warnx("recovering slot %d: %s", slot, strerror(-rc));
@@ -83,25 +96,78 @@ slot_recover(struct fsd *fs, int slot, unsigned lkf)
 		fs->glue->recoveries++;
 		pthread_mutex_unlock(&fs->glue->mtx);
 	}
-	lockres_unlock(fs, jl, LKM_EX);
+	lockres_unlock(fs, fs->slots[slot].journal_lock, LKM_EX);
 	return rc;
 }
 
-/*
- * Recover the slots of the dead nodes. A read-only mount cannot write
- * them: it leaves them to a read-write node, and marks in waiting[n] the
- * dead nodes whose slot is still to be recovered.
- */
-static void
-recover_nodes(struct fsd *fs, const uint8_t *dead, uint8_t *waiting)
+int
+slot_recover(struct fsd *fs, int slot, unsigned lkf)
 {
-	int slots[OCFS2_MAX_SLOTS];
-	unsigned n, i;
+	unsigned replayed;
 	int rc;
 
-	memset(waiting, 0, GLUE_MAX_NODES);
+	if ((rc = slot_replay(fs, slot, lkf, &replayed)) != 0)
+		return rc;
+	return slot_finish(fs, slot, replayed);
+}
+
+/* One pass of the recovery thread over the nodes found dead. */
+struct reco_pass {
+	uint8_t		 dead[GLUE_MAX_NODES];		/* the nodes this pass is for */
+	uint8_t		 waiting[GLUE_MAX_NODES];	/* their slot is left to a rw mount */
+	uint8_t		 told[GLUE_MAX_NODES];		/* that was logged (kept across passes) */
+	unsigned	 nwaiting;
+};
+
+/*
+ * The pass's dead nodes whose journal is replayed (or who had no slot, or
+ * whose slot another node recovered) no longer hold anyone up.
+ */
+static void
+release_waiters(struct fsd_glue *g, struct reco_pass *p)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&g->mtx);
+	p->nwaiting = 0;
+	for (n = 0; n < GLUE_MAX_NODES; n++) {
+		if (p->waiting[n]) {
+			if (!p->told[n])
+				log_warnx("node %u died: its slot waits for a read-write "
+				    "mount to recover it (this one is read-only)", n);
+			p->told[n] = 1;
+			p->nwaiting++;
+		} else if (p->dead[n] && g->dead[n]) {
+			if (p->told[n])
+				log_info("node %u's slot was recovered by another node", n);
+			p->told[n] = 0;
+			g->dead[n] = 0;
+			g->ndead--;
+		}
+	}
+	pthread_cond_broadcast(&g->reco_cv);
+	pthread_mutex_unlock(&g->mtx);
+}
+
+/*
+ * Recover the slots of the pass's dead nodes, as the kernel does: the
+ * journals first, then those waiting for them go on, then the rest of
+ * each slot's recovery, which takes its locks as they do. A read-only
+ * mount cannot write: it leaves the slots to a read-write node and marks
+ * them waiting.
+ */
+static void
+recover_nodes(struct fsd_glue *g, struct reco_pass *p)
+{
+	struct fsd *fs = g->fs;
+	int slots[OCFS2_MAX_SLOTS], replayed_slot[OCFS2_MAX_SLOTS];
+	unsigned replayed[OCFS2_MAX_SLOTS], n, i, nreplayed = 0;
+	int rc;
+
+	memset(p->waiting, 0, sizeof(p->waiting));
 	if ((rc = lockres_lock_flags(fs, fs->super_lock, LKM_EX, LKF_RECOVERY)) != 0) {
 		log_warnx("node recovery: superblock lock: %s", strerror(-rc));
+		release_waiters(g, p);
 		return;
 	}
 	if ((rc = slot_map_nodes(fs, slots)) != 0)
@@ -110,36 +176,39 @@ recover_nodes(struct fsd *fs, const uint8_t *dead, uint8_t *waiting)
 		if (slots[i] < 0 || (int)i == fs->slot)
 			continue;
 		n = (unsigned)slots[i];
-		if (n >= GLUE_MAX_NODES || !dead[n])
+		if (n >= GLUE_MAX_NODES || !p->dead[n])
 			continue;
 		if (fs->readonly) {
-			waiting[n] = 1;
+			p->waiting[n] = 1;
 			continue;
 		}
 		log_info("recovering slot %u of dead node %u", i, n);
-		slot_recover(fs, (int)i, 0);
+		if (slot_replay(fs, (int)i, 0, &replayed[nreplayed]) == 0)
+			replayed_slot[nreplayed++] = (int)i;
 	}
+	release_waiters(g, p);
+	for (i = 0; i < nreplayed; i++)
+		slot_finish(fs, replayed_slot[i], replayed[i]);
 	lockres_unlock(fs, fs->super_lock, LKM_EX);
 }
 
 /*
- * Until a dead node's slot is recovered, locks granted afresh wait
- * (glue_wait_recovery): on a read-only mount that lasts until a
- * read-write node has done it, which this thread looks for every second.
+ * Until a dead node's journal is replayed, what it held waits: on a
+ * read-only mount that lasts until a read-write node has recovered its
+ * slot, which this thread looks for every second.
  */
 static void *
 reco_loop(void *arg)
 {
 	struct fsd_glue *g = arg;
-	uint8_t dead[GLUE_MAX_NODES], waiting[GLUE_MAX_NODES], told[GLUE_MAX_NODES] = { 0 };
+	struct reco_pass p = { .nwaiting = 0 };
 	struct timespec again;
-	unsigned n, nwaiting = 0;
 
 	glue_recovery_thread(1);
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
-		while ((g->ndead == 0 || nwaiting > 0) && !g->reco_stop) {
-			if (nwaiting == 0) {
+		while ((g->ndead == 0 || p.nwaiting > 0) && !g->reco_stop) {
+			if (p.nwaiting == 0) {
 				pthread_cond_wait(&g->reco_cv, &g->mtx);
 				continue;
 			}
@@ -150,27 +219,10 @@ reco_loop(void *arg)
 		}
 		if (g->reco_stop)
 			break;
-		memcpy(dead, g->dead, sizeof(dead));
+		memcpy(p.dead, g->dead, sizeof(p.dead));
 		pthread_mutex_unlock(&g->mtx);
-		recover_nodes(g->fs, dead, waiting);
+		recover_nodes(g, &p);
 		pthread_mutex_lock(&g->mtx);
-		nwaiting = 0;
-		for (n = 0; n < GLUE_MAX_NODES; n++) {
-			if (waiting[n]) {
-				if (!told[n])
-					log_warnx("node %u died: its slot waits for a read-write "
-					    "mount to recover it (this one is read-only)", n);
-				told[n] = 1;
-				nwaiting++;
-			} else if (dead[n] && g->dead[n]) {
-				if (told[n])
-					log_info("node %u's slot was recovered by another node", n);
-				told[n] = 0;
-				g->dead[n] = 0;
-				g->ndead--;
-			}
-		}
-		pthread_cond_broadcast(&g->reco_cv);
 	}
 	pthread_mutex_unlock(&g->mtx);
 	return NULL;

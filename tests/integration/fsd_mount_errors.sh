@@ -124,19 +124,42 @@ check "node1 unmounts" lc umount 1
 check_eq "no slot is taken" "" "$(slots "$IMG")"
 
 echo "-- the read-write node dies beside a read-only one"
+# node2 is the first to use kept/ and kept/f, so its dlmd masters their
+# locks and knows, when node1 dies, that node1 held kept/f at PR only;
+# node1 dies holding dd/durable at EX.
 run_check "node1 mounts" node_mount 1
+mkdir "${M[1]}/kept" "${M[1]}/dd"
+echo old >"${M[1]}/kept/f"
+check "node1 unmounts" lc umount 1
 run_check "node2 mounts read-only" node_mount 2 -o ro
-echo durable | dd of="${M[1]}/durable" conv=fsync status=none
+check_eq "node2 reads kept/f" old "$(cat "${M[2]}/kept/f")"
+run_check "node1 mounts" node_mount 1
+echo new >"${M[1]}/kept/f"
+echo durable | dd of="${M[1]}/dd/durable" conv=fsync status=none
+# node2's lock on kept/f went to NL for that write; node3's read brings
+# node1's down to PR.
+run_check "node3 mounts read-only" node_mount 3 -o ro
+check_eq "node3 reads node1's kept/f" new "$(cat "${M[3]}/kept/f")"
+check "node3 unmounts" lc umount 3
 lc kill 1 >/dev/null
 check "node2 leaves node1's slot to a read-write mount" wait_for 20 grep -q \
     'node 1 died: its slot waits for a read-write mount to recover it' "$LOCALCLUSTER_DIR/node2/log/fsd.log"
+# Until then node2 waits only on what node1 held at EX.
+check_eq "node2 stats kept/f, which node1 held at PR, before the recovery" 4 \
+    "$(timeout 10 stat -c %s "${M[2]}/kept/f")"
+cat "${M[2]}/dd/durable" >"$LOCALCLUSTER_DIR/durable.out" 2>&1 &
+WAITER=$!
+sleep 2
+check "node2's read of dd/durable, which node1 held at EX, waits for the recovery" kill -0 "$WAITER"
 refused "a read-only mount on node3 is refused: node1's journal needs recovery" 3 \
     "the journal of slot 0 needs recovery; a read-only mount cannot replay it (a read-write mount on any node will)" \
     "$IMG" -o ro
 run_check "node3 mounts read-write, recovering node1's slot" node_mount 3
 check "node2 learns that another node recovered it" wait_for 10 grep -q \
     "node 1's slot was recovered by another node" "$LOCALCLUSTER_DIR/node2/log/fsd.log"
-check_eq "node2 reads what node1 fsync'ed" durable "$(timeout 20 cat "${M[2]}/durable")"
+check "the waiting read ends" wait_for 20 sh -c "! kill -0 $WAITER"
+check_eq "the waiting read got what node1 fsync'ed" durable "$(cat "$LOCALCLUSTER_DIR/durable.out")"
+check_eq "node2 reads what node1 fsync'ed" durable "$(timeout 20 cat "${M[2]}/dd/durable")"
 check "node3 unmounts" lc umount 3
 check "node2 unmounts" lc umount 2
 lc umount 1 >/dev/null 2>&1
