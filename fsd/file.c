@@ -225,8 +225,8 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 	return 0;
 }
 
-int
-file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+static int
+write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
     int touch_times)
 {
 	struct ocfs2_dinode *di;
@@ -234,8 +234,6 @@ file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
 	struct fsd_buf *ib;
 	int rc;
 
-	if (len == 0)
-		return 0;
 	if (!touch_times) {
 		/*
 		 * Inside the file, with times kept by the kernel (writeback
@@ -273,7 +271,23 @@ file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
 }
 
 int
-file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
+file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+    int touch_times)
+{
+	int rc;
+
+	if (len == 0)
+		return 0;
+	if ((rc = inode_rw_lock(fs, ip, LKM_PR)) != 0)
+		return rc;
+	rc = write_rw_locked(fs, ip, off, data, len, touch_times);
+	inode_rw_unlock(fs, ip, LKM_PR);
+	return rc;
+}
+
+/* The new size, under the RW lock EX (see inode_rw_lock). */
+static int
+setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 {
 	struct ocfs2_dinode *di;
 	struct fsd_handle h;
@@ -326,6 +340,18 @@ out:
 }
 
 int
+file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
+{
+	int rc;
+
+	if ((rc = inode_rw_lock(fs, ip, LKM_EX)) != 0)
+		return rc;
+	rc = setsize_rw_locked(fs, ip, newsize);
+	inode_rw_unlock(fs, ip, LKM_EX);
+	return rc;
+}
+
+int
 file_free_all(struct fsd *fs, struct fsd_inode *ip)
 {
 	struct fsd_handle h;
@@ -360,8 +386,8 @@ file_free_all(struct fsd *fs, struct fsd_inode *ip)
 	return rc;
 }
 
-int
-file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size)
+static int
+fallocate_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size)
 {
 	struct fsd_handle h;
 	struct fsd_buf *ib;
@@ -379,7 +405,7 @@ file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size
 	 * later size increase exposes them.
 	 */
 	if (!keep_size)
-		return end > size ? file_setsize(fs, ip, end) : 0;
+		return end > size ? setsize_rw_locked(fs, ip, end) : 0;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
 	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
@@ -392,5 +418,18 @@ file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size
 	}
 	inode_unlock_block(fs, ip, LKM_EX, ib);
 	journal_stop(&h, rc != 0);
+	return rc;
+}
+
+/* The size read and the allocation after it, with no write between. */
+int
+file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size)
+{
+	int rc;
+
+	if ((rc = inode_rw_lock(fs, ip, LKM_EX)) != 0)
+		return rc;
+	rc = fallocate_rw_locked(fs, ip, end, keep_size);
+	inode_rw_unlock(fs, ip, LKM_EX);
 	return rc;
 }

@@ -309,6 +309,7 @@ struct fsd_inode {
 	unsigned	 pins;		/* internal references */
 	struct fsd_lockres *meta;	/* guards the inode block and its tree */
 	struct fsd_lockres *open_lock;	/* OPEN: PR while open here (cluster) */
+	struct fsd_lockres *rw;		/* RW: write serialisation (cluster) */
 	unsigned	 opens;		/* open files on this node */
 	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
 	struct dir_index *dindex;	/* directories: names -> positions */
@@ -327,6 +328,14 @@ struct fsd_inode *inode_find(struct fsd *fs, uint64_t blkno);
  * its OPEN lock PR so that no node deletes it meanwhile.
  */
 int	 inode_open(struct fsd *fs, struct fsd_inode *ip);
+/*
+ * OCFS2's RW lock of an inode, in a cluster: PR around each write, EX
+ * around a change of size that may take several transactions (a big
+ * truncate, fallocate), so that no node's write lands between them. On
+ * one node the kernel's inode lock already keeps them apart.
+ */
+int	 inode_rw_lock(struct fsd *fs, struct fsd_inode *ip, int level);
+void	 inode_rw_unlock(struct fsd *fs, struct fsd_inode *ip, int level);
 /* The last close of an inode whose last name is gone deletes it. */
 void	 inode_close(struct fsd *fs, struct fsd_inode *ip);
 /*

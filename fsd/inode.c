@@ -218,6 +218,25 @@ open_lock_get(struct fsd *fs, struct fsd_inode *ip)
 }
 
 int
+inode_rw_lock(struct fsd *fs, struct fsd_inode *ip, int level)
+{
+	if (fs->glue == NULL)
+		return 0;
+	pthread_mutex_lock(&fs->itable->mtx);
+	if (ip->rw == NULL)
+		ip->rw = lockres_get(fs, FSD_LOCK_RW, ip->blkno, ip->generation, 0);
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return lockres_lock(fs, ip->rw, level);
+}
+
+void
+inode_rw_unlock(struct fsd *fs, struct fsd_inode *ip, int level)
+{
+	if (ip->rw != NULL)
+		lockres_unlock(fs, ip->rw, level);
+}
+
+int
 inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip)
 {
 	int rc;

@@ -114,6 +114,27 @@ check "fsx on node1: 1500 random operations match the model" \
 check "node2 reads fsx's file as the model has it" cmp "${M[2]}/fsx" "$FSD_DIR/fsx.model"
 check "node3 too" cmp "${M[3]}/fsx" "$FSD_DIR/fsx.model"
 
+echo "-- the RW lock: PR around each write, EX around a truncate"
+# rw_mode K FILE: the mode node K's dlmd grants it on FILE's RW lock
+# (W + 6 pad + blkno + generation, in hex).
+rw_mode() {
+	local uuid num name
+	uuid=$(mounts_json "$1" | jq -r '.[0].uuid')
+	num=$(mounts_json "$1" | jq -r '.[0].node')
+	name=$(printf 'W000000%016x' "$(stat -c %i "$2")")
+	lc exec "$1" "$O2CTL" --json locks "$uuid" | jq -r --arg n "$name" --argjson k "$num" \
+	    '[.resources[] | select(.name | startswith($n)) | .granted[]? | select(.node == $k) | .mode] | first // "none"'
+}
+echo one >"${M[1]}/rw"
+check_eq "node1's write holds the file's RW lock PR, cached" PR "$(rw_mode 1 "${M[1]}/rw")"
+echo two >>"${M[2]}/rw"
+check_eq "node2's append shares it" PR "$(rw_mode 2 "${M[2]}/rw")"
+check_eq "node1 keeps its PR meanwhile" PR "$(rw_mode 1 "${M[1]}/rw")"
+truncate -s 6 "${M[3]}/rw"
+check_eq "node3's truncate takes it EX" EX "$(rw_mode 3 "${M[3]}/rw")"
+check_eq "node1 came down to NL for that" NL "$(rw_mode 1 "${M[1]}/rw")"
+check_eq "the truncate's result everywhere" "$(printf 'one\ntw')" "$(cat "${M[1]}/rw")"
+
 echo "-- three nodes append to one file with O_APPEND"
 : >"${M[1]}/log"
 for k in 1 2 3; do
