@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "log.h"
 
@@ -16,13 +17,19 @@
 
 /*
  * Each worker thread reads into one buffer of its own, kept from read
- * to read. A fresh 1 MiB buffer per FUSE READ was an mmap, 256 page
- * faults with zeroing while the O_DIRECT read pinned it, and an munmap
- * whose TLB shootdown interrupted the other CPU. Sized for the largest
- * FUSE read (1 MiB) plus a block either side; larger reads get their
- * own buffer.
+ * to read, on one transparent huge page where the kernel has one.
+ *
+ * A fresh 1 MiB buffer per FUSE READ was an mmap, 256 page faults with
+ * zeroing while the O_DIRECT read pinned it, and an munmap whose TLB
+ * shootdown interrupted the other CPU. And a buffer of 4 KiB pages is
+ * 256 segments: the device splits the read in two (254 segments at
+ * most on virtio-blk) and a virtual disk may well serve each segment on
+ * its own. One huge page is one segment: 1 MiB O_DIRECT reads of an
+ * image on a Firecracker VM's disk went from 2.2-2.6 GB/s to 7.3-7.6.
+ * Without a huge page (THP off, memory fragmented) this is still one
+ * buffer, of small pages. Larger reads than it holds get their own.
  */
-#define DATA_TBUF_BYTES	((size_t)(1u << 20) + 2 * OCFS2_MAX_BLOCKSIZE)
+#define DATA_TBUF_BYTES	((size_t)2 << 20)	/* one x86-64 huge page; > 1 MiB + 2 blocks */
 
 static __thread uint8_t *data_tbuf;
 static pthread_key_t data_key;
@@ -39,14 +46,18 @@ data_key_init(void)
 static uint8_t *
 data_buf(size_t bytes, void **basep)
 {
+	void *p;
+
 	*basep = NULL;
 	if (bytes > DATA_TBUF_BYTES)
 		return *basep = io_alloc(bytes);
 	if (data_tbuf == NULL) {
 		pthread_once(&data_once, data_key_init);
-		if ((data_tbuf = io_alloc(DATA_TBUF_BYTES)) == NULL)
+		if (posix_memalign(&p, DATA_TBUF_BYTES, DATA_TBUF_BYTES) != 0)
 			return NULL;
-		pthread_setspecific(data_key, data_tbuf);
+		(void)madvise(p, DATA_TBUF_BYTES, MADV_HUGEPAGE);	/* a hint */
+		data_tbuf = p;
+		pthread_setspecific(data_key, p);
 	}
 	return data_tbuf;
 }
