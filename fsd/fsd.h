@@ -450,9 +450,11 @@ void	 dindex_remove(struct dir_index *x, const char *name, size_t len);
 
 /* data.c */
 /*
- * Read up to size bytes at off of the locked inode di into a new
- * aligned buffer: *outp points at the first byte, *outlen bytes valid,
- * *basep is what to free(). 0 or -errno.
+ * Read up to size bytes at off of the locked inode di into an aligned
+ * buffer: *outp points at the first byte, *outlen bytes valid, *basep
+ * is what to free(). Reads up to 1 MiB use the calling thread's own
+ * buffer (*basep NULL), valid until the thread's next data_read().
+ * 0 or -errno.
  */
 int	 data_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off, size_t size,
 	    void **basep, const char **outp, size_t *outlen);
