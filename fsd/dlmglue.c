@@ -12,6 +12,12 @@
  * for the AST; the first holder after a grant from NL waits for any fs
  * recovery of a dead node to finish, then reads afresh.
  *
+ * A resource lives while referenced (an inode in memory) or held. Once
+ * neither, it joins the idle list with its level still cached; beyond
+ * lock_cache idle resources the downconvert thread takes the oldest one's
+ * lock out of dlmd (writing home what EX protected) and frees it, so that
+ * neither fsd nor dlmd grows with every inode ever touched.
+ *
  * Local mounts (and nocluster) have no glue: the holder counts alone
  * serialise this node's users, the level is always EX.
  *
@@ -51,6 +57,8 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 #define LR_CANCEL	0x20	/* our in-flight upconvert is being cancelled */
 #define LR_UNSURE	0x40	/* granted afresh with no valid value block: a dead
 				   node may have held it at EX */
+#define LR_IDLE		0x80	/* on the idle list */
+#define LR_DROPPING	0x100	/* out of the table, its lock going: no more queueing */
 
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -116,10 +124,25 @@ lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t 
 	return lr;
 }
 
+static void
+idle_remove(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	if (lr->idle_prev != NULL)
+		lr->idle_prev->idle_next = lr->idle_next;
+	else
+		g->idle_head = lr->idle_next;
+	if (lr->idle_next != NULL)
+		lr->idle_next->idle_prev = lr->idle_prev;
+	else
+		g->idle_tail = lr->idle_prev;
+	lr->flags &= ~LR_IDLE;
+	g->nidle--;
+}
+
 /*
  * The table's resource of that name, made if need be. It stays in the
- * table until unmount (lockres_free_all): with a cluster its level is
- * cached in dlmd meanwhile.
+ * table while referenced or held, and with a cluster its level is cached
+ * in dlmd meanwhile; the last lockres_put() lets it go.
  */
 struct fsd_lockres *
 lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
@@ -141,11 +164,69 @@ lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t ge
 			break;
 	if (lr == NULL) {
 		lr = lockres_alloc(fs, type, blkno, generation, owner);
+		lr->bucket = h;
 		lr->hnext = table[h];
 		table[h] = lr;
 	}
+	lr->refs++;
+	if (lr->flags & LR_IDLE)
+		idle_remove(fs->glue, lr);
 	pthread_mutex_unlock(m);
 	return lr;
+}
+
+static void
+lockres_unhash(struct fsd *fs, struct fsd_lockres *lr)
+{
+	struct fsd_lockres **pp;
+
+	for (pp = &fs->lockres_hash[lr->bucket]; *pp != NULL; pp = &(*pp)->hnext)
+		if (*pp == lr) {
+			*pp = lr->hnext;
+			return;
+		}
+}
+
+/*
+ * Nobody refers to lr nor holds it. Alone, it goes at once. In a cluster
+ * its lock stays cached, as long as the idle list is not full: OCFS2
+ * keeps an inode's locks as long as the kernel keeps the inode. State
+ * mutex held.
+ */
+static void
+lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr)
+{
+	struct fsd_glue *g = fs->glue;
+
+	if (lr->private || lr->refs > 0 || lr->ro + lr->ex > 0 || (lr->flags & LR_IDLE))
+		return;		/* a private one goes with lockres_private_free() */
+	if (g == NULL) {
+		lockres_unhash(fs, lr);
+		pthread_cond_destroy(&lr->cv);
+		free(lr);
+		return;
+	}
+	lr->flags |= LR_IDLE;
+	lr->idle_next = NULL;
+	lr->idle_prev = g->idle_tail;
+	if (g->idle_tail != NULL)
+		g->idle_tail->idle_next = lr;
+	else
+		g->idle_head = lr;
+	g->idle_tail = lr;
+	if (++g->nidle > g->idle_max)
+		pthread_cond_signal(&g->dc_cv);
+}
+
+void
+lockres_put(struct fsd *fs, struct fsd_lockres *lr)
+{
+	pthread_mutex_t *m = state_mtx(fs);
+
+	pthread_mutex_lock(m);
+	if (lr->refs > 0 && --lr->refs == 0)
+		lockres_maybe_drop(fs, lr);
+	pthread_mutex_unlock(m);
 }
 
 /* A lock resource of its own, outside the table (one per flock()ing file). */
@@ -378,6 +459,21 @@ queue_downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	pthread_cond_signal(&g->dc_cv);
 }
 
+static void
+dc_unqueue(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	struct fsd_lockres **pp, *prev = NULL;
+
+	for (pp = &g->dc_head; *pp != NULL; prev = *pp, pp = &(*pp)->dcnext)
+		if (*pp == lr) {
+			*pp = lr->dcnext;
+			if (g->dc_tail == lr)
+				g->dc_tail = prev;
+			break;
+		}
+	lr->flags &= ~LR_QUEUED;
+}
+
 /* ---- holders ---------------------------------------------------------- */
 
 /* Forget what this node cached under lr: it may have changed elsewhere. */
@@ -577,6 +673,7 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 	    !(lr->flags & (LR_BUSY | LR_BLOCKED)))
 		request_wait(fs->glue, m, lr, LKM_NL, 0, NULL);
 	pthread_cond_broadcast(&lr->cv);
+	lockres_maybe_drop(fs, lr);
 	pthread_mutex_unlock(m);
 }
 
@@ -608,7 +705,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 	} else if (lr->level < 0 && ast->status != ECANCELED)
 		lr->lockid = 0;		/* a refused new lock is gone */
 	lr->flags &= ~(LR_BUSY | LR_CANCEL);
-	if ((lr->flags & LR_BLOCKED) && !holders_conflict(lr, lr->blocking))
+	if ((lr->flags & LR_BLOCKED) && !(lr->flags & LR_DROPPING) &&
+	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(g, lr);
 	pthread_cond_broadcast(&lr->cv);
 	pthread_mutex_unlock(&g->mtx);
@@ -624,8 +722,9 @@ on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
 	pthread_mutex_lock(&g->mtx);
 	log_debug("lock %s: bast %d (level %d, flags %#x, holders %u/%u)", lr->name, b->blocked,
 	    lr->level, lr->flags, lr->ro, lr->ex);
-	if (lr->private) {
-		/* a flock: its holder lets go when the user unlocks, not before */
+	if (lr->private || (lr->flags & LR_DROPPING)) {
+		/* a flock: its holder lets go when the user unlocks, not before;
+		   a resource on its way out: its unlock answers the BAST */
 		pthread_mutex_unlock(&g->mtx);
 		return;
 	}
@@ -832,6 +931,55 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	pthread_cond_broadcast(&lr->cv);
 }
 
+/*
+ * Take the least recently used idle resource's lock out of dlmd and free
+ * it. As a downconvert to nothing: what EX protected goes home first,
+ * with the value block, and this node forgets what it cached under it.
+ * glue->mtx held.
+ */
+static void
+drop_idle(struct fsd_glue *g)
+{
+	struct fsd *fs = g->fs;
+	struct fsd_lockres *lr = g->idle_head;
+	uint8_t lvb[DLMC_LVB_LEN];
+	int has_lvb, rc;
+
+	idle_remove(g, lr);
+	lockres_unhash(fs, lr);
+	while (lr->flags & (LR_BUSY | LR_REFRESHING))
+		pthread_cond_wait(&lr->cv, &g->mtx);
+	lr->flags |= LR_DROPPING;
+	if (lr->level >= 0 && !g->dead_conn) {
+		has_lvb = lr->level == LKM_EX && has_valblk(lr) && !(lr->flags & LR_UNSURE);
+		lr->flags |= LR_BUSY;
+		pthread_mutex_unlock(&g->mtx);
+		if (lr->level == LKM_EX && journal_checkpoint(fs) != 0)
+			log_warnx("lock %s: checkpoint before dropping it failed", lr->name);
+		if (has_lvb && lr->type == FSD_LOCK_META)
+			stuff_lvb(fs, lr, lvb);
+		else if (has_lvb)
+			memcpy(lvb, lr->lvb, sizeof(lvb));
+		refresh(fs, lr);
+		pthread_mutex_lock(&g->cmtx);
+		rc = dlmc_unlock_send(g->dc, g->domain, lr->lockid, has_lvb ? DLMC_F_VALBLK : 0,
+		    has_lvb ? lvb : NULL, unlock_reply, lr);
+		pthread_mutex_unlock(&g->cmtx);
+		pthread_mutex_lock(&g->mtx);
+		if (rc == -1)
+			lr->flags &= ~LR_BUSY;
+		while (lr->flags & LR_BUSY)
+			pthread_cond_wait(&lr->cv, &g->mtx);
+		if (rc == -1 || lr->status != 0)
+			log_warnx("lock %s: unlock: %s", lr->name,
+			    strerror(rc == -1 ? errno : lr->status));
+	}
+	if (lr->flags & LR_QUEUED)
+		dc_unqueue(g, lr);
+	pthread_cond_destroy(&lr->cv);
+	free(lr);
+}
+
 static void *
 downconvert_loop(void *arg)
 {
@@ -840,10 +988,14 @@ downconvert_loop(void *arg)
 
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
-		while (g->dc_head == NULL && !g->stopping)
+		while (g->dc_head == NULL && g->nidle <= g->idle_max && !g->stopping)
 			pthread_cond_wait(&g->dc_cv, &g->mtx);
-		if (g->dc_head == NULL)
-			break;
+		if (g->dc_head == NULL) {
+			if (g->stopping)
+				break;
+			drop_idle(g);
+			continue;
+		}
 		lr = g->dc_head;
 		g->dc_head = lr->dcnext;
 		if (g->dc_head == NULL)
@@ -858,7 +1010,8 @@ downconvert_loop(void *arg)
 /* ---- start and stop ---------------------------------------------------- */
 
 int
-glue_start(struct fsd *fs, const char *rundir, const char *domain, char *err, size_t errlen)
+glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock_cache,
+    char *err, size_t errlen)
 {
 	static const struct dlmc_callbacks cb = { on_ast, on_bast, on_domain_event };
 	struct dlmc_domain_info info;
@@ -866,6 +1019,7 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, char *err, si
 
 	g = xcalloc(1, sizeof(*g));
 	g->fs = fs;
+	g->idle_max = lock_cache;
 	snprintf(g->domain, sizeof(g->domain), "%s", domain);
 	pthread_mutex_init(&g->mtx, NULL);
 	pthread_mutex_init(&g->cmtx, NULL);

@@ -103,6 +103,8 @@ struct fsd_lockres {
 	unsigned		 flags;
 	int			 status;	/* errno of the last request */
 	uint64_t		 lockid;
+	unsigned long		 refs;		/* lockres_get()s not yet lockres_put() */
+	unsigned		 bucket;	/* in the table's hash */
 	int			 nocache;	/* OPEN: back to NL when the last holder goes */
 	int			 private;	/* lockres_private: BASTs are not for us */
 	/* value block of a lock whose holders keep state in it (not META's) */
@@ -110,6 +112,7 @@ struct fsd_lockres {
 	int			 lvb_valid;	/* 0: an EX holder died since it was written */
 	pthread_cond_t		 cv;
 	struct fsd_lockres	*hnext, *dcnext;
+	struct fsd_lockres	*idle_prev, *idle_next;	/* glue's idle list */
 };
 
 #define LKM_NL	0	/* dlm modes used (dlmapi.h values) */
@@ -234,9 +237,15 @@ enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
 void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 	    uint64_t blkno, uint32_t generation);
-/* The lock resource of that name, kept until unmount; owner as in struct fsd_lockres. */
+/* The lock resource of that name, referenced; owner as in struct fsd_lockres. */
 struct fsd_lockres *lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation, uint64_t owner);
+/*
+ * Drop a reference (an inode leaves memory). Once no reference and no
+ * holder is left, the lock leaves dlmd (what it protected written home
+ * first) and the resource is freed, unless it is wanted again meanwhile.
+ */
+void	 lockres_put(struct fsd *fs, struct fsd_lockres *lr);
 void	 lockres_free_all(struct fsd *fs);
 /* The table's resources by granted level (ctl.c's status). */
 struct lockres_census {
@@ -262,6 +271,7 @@ void	 glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb);
 struct fsd_mount_opts {
 	int		 readonly;
 	unsigned	 cache_blocks;
+	unsigned	 lock_cache;		/* idle cluster locks kept cached */
 	unsigned	 node_num;
 	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
 	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */

@@ -27,6 +27,10 @@ struct fsd_glue {
 	pthread_mutex_t	 mtx;			/* every lockres' state, the queues */
 	pthread_t	 dispatch_thread, dc_thread, iv_thread, reco_thread;
 	struct fsd_lockres *dc_head, *dc_tail;	/* downconvert queue */
+	/* resources nobody refers to or holds, least recently used first:
+	   beyond idle_max the downconvert thread takes their locks out of dlmd */
+	struct fsd_lockres *idle_head, *idle_tail;
+	unsigned	 nidle, idle_max;
 	pthread_cond_t	 dc_cv;
 	pthread_mutex_t	 iv_mtx;		/* inval queue */
 	pthread_mutex_t	 se_mtx;		/* fs->se while the inval thread uses it */
@@ -54,8 +58,9 @@ struct fsd_glue {
 };
 
 /* dlmglue.c */
-int	 glue_start(struct fsd *fs, const char *rundir, const char *domain, char *err,
-	    size_t errlen);
+/* Join domain; lock_cache: idle lock resources kept (their locks cached). */
+int	 glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock_cache,
+	    char *err, size_t errlen);
 /* Leave the domain (after unmount work), stop the threads. */
 void	 glue_stop(struct fsd *fs);
 

@@ -89,6 +89,12 @@ inode_maybe_free(struct fsd *fs, struct fsd_inode *ip)
 		}
 	}
 	fs->itable->count--;
+	/* its locks leave dlmd once nobody holds them (OCFS2 drops them at clear_inode) */
+	lockres_put(fs, ip->meta);
+	if (ip->open_lock != NULL)
+		lockres_put(fs, ip->open_lock);
+	if (ip->rw != NULL)
+		lockres_put(fs, ip->rw);
 	dindex_free(ip->dindex);
 	pthread_mutex_destroy(&ip->dmtx);
 	free(ip);

@@ -40,7 +40,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT\n"
 	    "  -o ro|rw, nocluster, node=N (slot map owner without a cluster, 0), commit=S (5),\n"
-	    "     link_wait=S (60), cache_blocks=N, threads=N,\n"
+	    "     link_wait=S (60), cache_blocks=N, lock_cache=N, threads=N,\n"
 	    "     relatime|noatime|strictatime, atime_quantum=S (60),\n"
 	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0,\n"
 	    "     and FUSE mount options (allow_other, ...)\n");
@@ -89,6 +89,10 @@ parse_o(struct cmdline *c, const char *arg)
 			if (parse_ulong(opt + 13, 10, 1u << 24, &v) == -1)
 				fatalx("bad cache_blocks: %s", opt + 13);
 			c->mo.cache_blocks = (unsigned)v;
+		} else if (strncmp(opt, "lock_cache=", 11) == 0) {
+			if (parse_ulong(opt + 11, 10, 1u << 24, &v) == -1)
+				fatalx("bad lock_cache: %s", opt + 11);
+			c->mo.lock_cache = (unsigned)v;
 		} else if (strncmp(opt, "node=", 5) == 0) {
 			if (parse_ulong(opt + 5, 10, 254, &v) == -1)
 				fatalx("bad node number: %s", opt + 5);
@@ -146,6 +150,7 @@ parse_cmdline(struct cmdline *c, int argc, char **argv)
 
 	memset(c, 0, sizeof(*c));
 	c->mo.cache_blocks = 16384;
+	c->mo.lock_cache = 16384;
 	c->threads = 8;
 	c->atime_quantum = 60;	/* ocfs2's default */
 	while ((ch = getopt_long(argc, argv, "fvdo:h", longopts, NULL)) != -1) {

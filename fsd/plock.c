@@ -537,6 +537,7 @@ fsd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct floc
 		wait_release(pl, wait);
 		wait = wait * 2 > PLOCK_WAIT_MAX_MS ? PLOCK_WAIT_MAX_MS : wait * 2;
 	}
+	lockres_put(fs, mutex);
 	fuse_reply_err(req, -rc);
 }
 
