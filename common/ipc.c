@@ -13,14 +13,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/listener.h>
 
 #include "ipc.h"
 #include "log.h"
+#include "stream.h"
 #include "util.h"
+
+#define PACK_STACK	2048	/* frames up to this size are packed on the stack */
 
 struct pending {
 	TAILQ_ENTRY(pending)	 entry;
@@ -32,8 +33,11 @@ struct pending {
 struct ipc_conn {
 	TAILQ_ENTRY(ipc_conn)	 entry;
 	struct ipc_server	*server;	/* NULL on the client side */
-	struct bufferevent	*bev;
+	struct stream		*st;
 	struct event		*reaper;	/* frees a closed conn outside its callbacks */
+	struct event		*flush_ev;	/* writes the replies of one wakeup */
+	int			 reading;	/* in its read callback (server side) */
+	int			 flush_pending;
 	uint64_t		 id;
 	struct ucred		 cred;
 	uint32_t		 topics;
@@ -62,7 +66,8 @@ struct ipc_server {
 	TAILQ_HEAD(, ipc_conn)	 conns;
 };
 
-static void	conn_read(struct bufferevent *, void *);
+static void	conn_read(struct stream *, void *);
+static void	conn_error(struct stream *, int, void *);
 
 /*
  * A peer that closes while we write must cost us that connection, not
@@ -79,9 +84,6 @@ ignore_sigpipe(void)
 	}
 }
 
-static void	conn_write(struct bufferevent *, void *);
-static void	conn_event(struct bufferevent *, short, void *);
-
 static void
 conn_reap(evutil_socket_t fd, short ev, void *arg)
 {
@@ -90,6 +92,7 @@ conn_reap(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	event_free(c->reaper);
+	event_free(c->flush_ev);
 	free(c);
 }
 
@@ -106,8 +109,10 @@ ipc_conn_close(struct ipc_conn *c)
 	if (c->dead)
 		return;
 	c->dead = 1;
-	bufferevent_free(c->bev);
-	c->bev = NULL;
+	/* Replies held for the end of this wakeup still go, if they can. */
+	event_del(c->flush_ev);
+	stream_flush(c->st);
+	stream_free(c->st);
 	if (c->server != NULL) {
 		TAILQ_REMOVE(&c->server->conns, c, entry);
 		c->server->nconns--;
@@ -125,6 +130,18 @@ ipc_conn_close(struct ipc_conn *c)
 	event_active(c->reaper, 0, 0);
 }
 
+static void
+conn_flush(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ipc_conn *c = arg;
+
+	(void)fd;
+	(void)ev;
+	c->flush_pending = 0;
+	if (!c->dead)
+		stream_flush(c->st);
+}
+
 static struct ipc_conn *
 conn_new(struct event_base *base, int fd, struct ipc_server *s)
 {
@@ -133,69 +150,82 @@ conn_new(struct event_base *base, int fd, struct ipc_server *s)
 	c = xcalloc(1, sizeof(*c));
 	c->server = s;
 	TAILQ_INIT(&c->pending);
-	c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->st = stream_new(base, fd, conn_read, conn_error, c);
 	c->reaper = event_new(base, -1, 0, conn_reap, c);
-	if (c->bev == NULL || c->reaper == NULL)
+	c->flush_ev = event_new(base, -1, 0, conn_flush, c);
+	if (c->reaper == NULL || c->flush_ev == NULL)
 		fatalx("ipc: out of memory for a connection");
-	bufferevent_setcb(c->bev, conn_read, conn_write, conn_event, c);
-	bufferevent_enable(c->bev, EV_READ);
+	stream_start(c->st);
 	return c;
+}
+
+/* The frame of env into buf, which has room for 4 + n bytes. */
+static void
+frame_fill(const Envelope *env, size_t n, uint8_t *buf)
+{
+	uint32_t be = htonl((uint32_t)n);
+
+	memcpy(buf, &be, 4);
+	envelope__pack(env, buf + 4);
 }
 
 int
 ipc_frame_pack(const Envelope *env, uint8_t **buf, size_t *len)
 {
 	size_t n = envelope__get_packed_size(env);
-	uint32_t be;
 
 	if (n > IPC_FRAME_MAX) {
 		errno = EMSGSIZE;
 		return -1;
 	}
 	*buf = xmalloc(4 + n);
-	be = htonl((uint32_t)n);
-	memcpy(*buf, &be, 4);
-	envelope__pack(env, *buf + 4);
+	frame_fill(env, n, *buf);
 	*len = 4 + n;
 	return 0;
 }
 
+/*
+ * Straight to the socket when nothing is queued (stream.c): no epoll
+ * round for writability, which would be a good part of a local round
+ * trip. A server's replies to the requests of one read wait for the end
+ * of the wakeup instead, after what the requests made it send elsewhere
+ * (netd's frame to another node goes before the handler's
+ * acknowledgement), and go out in one write. A small frame is packed on
+ * the stack, with no malloc.
+ */
 int
 ipc_send(struct ipc_conn *c, const Envelope *env)
 {
-	struct evbuffer *out;
-	uint8_t *buf;
-	size_t len;
-	ssize_t sent = 0;
+	uint8_t stackbuf[PACK_STACK], *buf = stackbuf;
+	size_t n;
 
 	if (c->dead)
 		return -1;
-	out = bufferevent_get_output(c->bev);
-	if (evbuffer_get_length(out) > IPC_OUTQ_MAX) {
+	if (stream_queued(c->st) > IPC_OUTQ_MAX) {
 		log_warnx("ipc: peer pid %d reads too slowly (%zu bytes queued), "
-		    "dropping it", (int)c->cred.pid, evbuffer_get_length(out));
+		    "dropping it", (int)c->cred.pid, stream_queued(c->st));
 		ipc_conn_close(c);
 		return -1;
 	}
-	if (ipc_frame_pack(env, &buf, &len) == -1) {
+	n = envelope__get_packed_size(env);
+	if (n > IPC_FRAME_MAX) {
 		log_warnx("ipc: message type %d too large to send", env->type);
 		return -1;
 	}
-	/*
-	 * Nothing queued: straight to the socket, as netd's links do. The
-	 * bufferevent would wait for an epoll round reporting writability
-	 * (two epoll_ctl and a loop pass) per message, a good part of a
-	 * local round trip; it gets only what the socket does not take now.
-	 */
-	if (evbuffer_get_length(out) == 0)
-		sent = send(bufferevent_getfd(c->bev), buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (sent < 0)
-		sent = 0;	/* EAGAIN, or an error the bufferevent will report */
-	if ((size_t)sent < len && evbuffer_add(out, buf + sent, len - (size_t)sent) == -1) {
-		free(buf);
-		fatalx("ipc: out of memory queueing a message");
+	if (4 + n > sizeof(stackbuf))
+		buf = xmalloc(4 + n);
+	frame_fill(env, n, buf);
+	if (c->reading) {
+		stream_queue(c->st, buf, 4 + n);
+		if (!c->flush_pending) {
+			c->flush_pending = 1;
+			event_active(c->flush_ev, 0, 0);
+		}
+	} else {
+		stream_write(c->st, buf, 4 + n);
 	}
-	free(buf);
+	if (buf != stackbuf)
+		free(buf);
 	return 0;
 }
 
@@ -323,19 +353,21 @@ dispatch(struct ipc_conn *c, const Envelope *env)
 	}
 }
 
+/* Every whole frame in the input, decoded in place. */
 static void
-conn_read(struct bufferevent *bev, void *arg)
+read_frames(struct ipc_conn *c, struct stream *st)
 {
-	struct ipc_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	uint8_t hdr[4], *data;
+	const uint8_t *data;
+	size_t len;
 	uint32_t n;
 	Envelope *env;
 
-	while (!c->dead && evbuffer_get_length(in) >= 4) {
-		evbuffer_copyout(in, hdr, 4);
-		n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
-		    (uint32_t)hdr[2] << 8 | hdr[3];
+	while (!c->dead) {
+		data = stream_data(st, &len);
+		if (len < 4)
+			return;
+		n = (uint32_t)data[0] << 24 | (uint32_t)data[1] << 16 |
+		    (uint32_t)data[2] << 8 | data[3];
 		if (n > IPC_FRAME_MAX) {
 			log_warnx("ipc: pid %d sent a %u-byte frame (limit %u), "
 			    "closing its connection", (int)c->cred.pid, n,
@@ -343,16 +375,12 @@ conn_read(struct bufferevent *bev, void *arg)
 			ipc_conn_close(c);
 			return;
 		}
-		if (evbuffer_get_length(in) < 4 + (size_t)n) {
-			/* Wake us only when the whole frame is there. */
-			bufferevent_setwatermark(bev, EV_READ, 4 + (size_t)n, 0);
+		if (len < 4 + (size_t)n) {
+			stream_expect(st, 4 + (size_t)n);
 			return;
 		}
-		bufferevent_setwatermark(bev, EV_READ, 0, 0);
-		evbuffer_drain(in, 4);
-		data = evbuffer_pullup(in, n);
-		env = envelope__unpack(NULL, n, data);
-		evbuffer_drain(in, n);
+		env = envelope__unpack(NULL, n, data + 4);
+		stream_consume(st, 4 + (size_t)n);
 		if (env == NULL) {
 			log_warnx("ipc: pid %d sent a frame that does not decode, "
 			    "closing its connection", (int)c->cred.pid);
@@ -365,23 +393,25 @@ conn_read(struct bufferevent *bev, void *arg)
 }
 
 static void
-conn_write(struct bufferevent *bev, void *arg)
-{
-	(void)bev;
-	(void)arg;
-}
-
-static void
-conn_event(struct bufferevent *bev, short what, void *arg)
+conn_read(struct stream *st, void *arg)
 {
 	struct ipc_conn *c = arg;
 
-	(void)bev;
-	if (what & BEV_EVENT_ERROR)
+	c->reading = c->server != NULL;
+	read_frames(c, st);
+	c->reading = 0;
+}
+
+static void
+conn_error(struct stream *st, int err, void *arg)
+{
+	struct ipc_conn *c = arg;
+
+	(void)st;
+	if (err != 0)
 		log_debug("ipc: connection of pid %d: %s", (int)c->cred.pid,
-		    strerror(EVUTIL_SOCKET_ERROR()));
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		ipc_conn_close(c);
+		    strerror(err));
+	ipc_conn_close(c);
 }
 
 /* Root, or our own user: nobody else may drive a cluster daemon. */
@@ -661,13 +691,44 @@ ipc_sync_send(int fd, const Envelope *env)
 	return rc;
 }
 
+/*
+ * len bytes: what recv with flags gets at once, then read_full_timeout
+ * for the rest. MSG_DONTWAIT for a body, there as a rule once its header
+ * is; MSG_WAITALL when there is no timeout, so that a blocking socket
+ * waits in recv without a poll first. Each saves a syscall per frame.
+ */
+static int
+sync_read(int fd, uint8_t *p, size_t len, int flags, int timeout_ms)
+{
+	ssize_t n = recv(fd, p, len, flags);
+
+	if (n == (ssize_t)len)
+		return 0;
+	if (n == 0) {
+		errno = ECONNRESET;
+		return -1;
+	}
+	if (n == -1) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR &&
+		    errno != ENOTSOCK)
+			return -1;
+		n = 0;
+	}
+	return read_full_timeout(fd, p + n, len - (size_t)n, timeout_ms);
+}
+
 int
 ipc_sync_recv(int fd, Envelope **env, int timeout_ms)
 {
-	uint8_t hdr[4], *data;
+	uint8_t hdr[4], stackbuf[PACK_STACK], *data = stackbuf;
 	uint32_t n;
+	int rc;
 
-	if (read_full_timeout(fd, hdr, 4, timeout_ms) == -1)
+	if (timeout_ms < 0)
+		rc = sync_read(fd, hdr, 4, MSG_WAITALL, timeout_ms);
+	else
+		rc = read_full_timeout(fd, hdr, 4, timeout_ms);
+	if (rc == -1)
 		return -1;
 	n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 |
 	    (uint32_t)hdr[2] << 8 | hdr[3];
@@ -675,13 +736,15 @@ ipc_sync_recv(int fd, Envelope **env, int timeout_ms)
 		errno = EPROTO;
 		return -1;
 	}
-	data = xmalloc(n ? n : 1);
-	if (read_full_timeout(fd, data, n, timeout_ms) == -1) {
+	if (n > sizeof(stackbuf))
+		data = xmalloc(n);
+	rc = sync_read(fd, data, n, MSG_DONTWAIT, timeout_ms);
+	if (rc == 0)
+		*env = envelope__unpack(NULL, n, data);
+	if (data != stackbuf)
 		free(data);
+	if (rc == -1)
 		return -1;
-	}
-	*env = envelope__unpack(NULL, n, data);
-	free(data);
 	if (*env == NULL) {
 		errno = EPROTO;
 		return -1;

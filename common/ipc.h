@@ -1,6 +1,6 @@
 /*
- * Local IPC between daemons and their clients: Unix stream sockets on
- * libevent bufferevents, each frame a 4-byte big-endian length and one
+ * Local IPC between daemons and their clients: Unix stream sockets in
+ * a libevent loop (common/stream.c), each frame a 4-byte big-endian length and one
  * protobuf-c Envelope. Requests carry ids and get exactly one reply;
  * events are pushed to connections that subscribed to their topic.
  *

@@ -19,17 +19,16 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 
 #include "ipc.h"
 #include "log.h"
 #include "netd.h"
+#include "stream.h"
 #include "util.h"
 
-static void	link_read(struct bufferevent *, void *);
-static void	link_event(struct bufferevent *, short, void *);
+static void	link_read(struct stream *, void *);
+static void	link_error(struct stream *, int, void *);
 static void	link_schedule_connect(struct netd *, struct netd_node *);
 static void	expire_arm(struct netd *, struct netd_node *);
 
@@ -61,31 +60,22 @@ set_nodelay(int fd)
 
 /*
  * Frames queued while handling one wakeup go out in one write at the end
- * of it, straight to the socket. Handing them to the bufferevent instead
- * would cost an epoll round for writability (and two epoll_ctl) per
- * write, a good part of a round trip on a quiet link; the bufferevent
- * only gets what the socket does not take now, and then keeps the order.
+ * of it, straight to the socket unless a backlog waits for writability
+ * (stream.c). A peer that stopped reading must not make us queue
+ * without end.
  */
 static void
 link_flush(evutil_socket_t fd, short ev, void *arg)
 {
 	struct link *l = arg;
-	struct evbuffer *out = bufferevent_get_output(l->bev);
 
 	(void)fd;
 	(void)ev;
 	l->flush_pending = 0;
-	if (l->closing || evbuffer_get_length(l->pending) == 0)
+	if (l->closing)
 		return;
-	if (l->state != LS_CONNECTING && evbuffer_get_length(out) == 0)
-		(void)evbuffer_write(l->pending, bufferevent_getfd(l->bev));
-	/* EAGAIN, an error, or an earlier backlog: the bufferevent writes
-	 * it when it can, or reports the error. */
-	if (evbuffer_get_length(l->pending) > 0 &&
-	    evbuffer_add_buffer(out, l->pending) == -1)
-		fatalx("out of memory queueing frames for node %u", l->node->num);
-	/* A peer that stopped reading must not make us queue without end. */
-	if (evbuffer_get_length(out) > LINK_OUTQ_MAX)
+	stream_flush(l->st);
+	if (stream_queued(l->st) > LINK_OUTQ_MAX)
 		link_close(l, "the peer stopped reading (send queue over the "
 		    "limit)", 0);
 }
@@ -104,13 +94,9 @@ link_new(struct netd *nd, struct netd_node *node, int fd, int outgoing)
 	TAILQ_INIT(&l->sent);
 	for (i = 0; i < RPC_HASH; i++)
 		LIST_INIT(&l->hash[i]);
-	l->bev = bufferevent_socket_new(nd->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (l->bev == NULL)
-		fatalx("out of memory for a link");
-	bufferevent_setcb(l->bev, link_read, NULL, link_event, l);
+	l->st = stream_new(nd->base, fd, link_read, link_error, l);
 	l->flush_ev = event_new(nd->base, -1, 0, link_flush, l);
-	l->pending = evbuffer_new();
-	if (l->flush_ev == NULL || l->pending == NULL)
+	if (l->flush_ev == NULL)
 		fatalx("out of memory for a link");
 	node->link = l;
 	return l;
@@ -123,9 +109,7 @@ link_reap(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	bufferevent_free(l->bev);
 	event_free(l->flush_ev);
-	evbuffer_free(l->pending);
 	free(l);
 }
 
@@ -134,7 +118,6 @@ void
 link_send_frame(struct link *l, struct wire_hdr *h, const uint8_t *payload, size_t len)
 {
 	static uint8_t buf[WIRE_HDR_LEN + NETD_MAX_PAYLOAD + WIRE_MAC_LEN];
-	struct evbuffer *out;
 	size_t n;
 
 	if (l->closing || len > NETD_MAX_PAYLOAD)
@@ -154,9 +137,7 @@ link_send_frame(struct link *l, struct wire_hdr *h, const uint8_t *payload, size
 		auth_mac(l->auth.tx_key, buf, n, buf + n);
 		n += WIRE_MAC_LEN;
 	}
-	out = l->pending;
-	if (evbuffer_add(out, buf, n) == -1)
-		fatalx("out of memory queueing a frame for node %u", l->node->num);
+	stream_queue(l->st, buf, n);
 	if (!l->flush_pending) {
 		l->flush_pending = 1;
 		event_active(l->flush_ev, EV_WRITE, 0);
@@ -204,9 +185,8 @@ link_close(struct link *l, const char *why, int persistent)
 	if (l->closing)
 		return;
 	l->closing = 1;
-	bufferevent_disable(l->bev, EV_READ | EV_WRITE);
+	stream_free(l->st);
 	event_del(l->flush_ev);
-	bufferevent_setcb(l->bev, NULL, NULL, NULL, NULL);
 	ka_link_free(l);
 	if (n->link == l)
 		n->link = NULL;
@@ -391,21 +371,24 @@ dispatch_frame(struct link *l, const struct wire_hdr *h, const uint8_t *payload)
 	link_close(l, "a frame of unknown kind", 0);
 }
 
+/* Every whole frame in the input, checked and dispatched in place. */
 static void
-link_read(struct bufferevent *bev, void *arg)
+link_read(struct stream *st, void *arg)
 {
 	struct link *l = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
 	struct wire_hdr h;
 	const uint8_t *frame;
-	size_t flen;
+	size_t len, flen;
 	char why[256];
 	int rc;
 
 	while (!l->closing) {
-		rc = wire_peek(in, l->rx_keyed, &h, &frame, &flen, why, sizeof(why));
-		if (rc == 0)
+		frame = stream_data(st, &len);
+		rc = wire_peek(frame, len, l->rx_keyed, &h, &flen, why, sizeof(why));
+		if (rc == 0) {
+			stream_expect(st, flen);
 			return;
+		}
 		if (rc == -1) {
 			log_warnx("node %u sent %s, closing the link", l->node->num, why);
 			link_close(l, why, 0);
@@ -421,7 +404,7 @@ link_read(struct bufferevent *bev, void *arg)
 		dispatch_frame(l, &h, frame + WIRE_HDR_LEN);
 		if (l->closing)
 			return;
-		evbuffer_drain(in, flen);
+		stream_consume(st, flen);
 	}
 }
 
@@ -448,25 +431,28 @@ attempt_failed(struct netd *nd, struct netd_node *n, const char *why)
 }
 
 static void
-link_event(struct bufferevent *bev, short what, void *arg)
+link_connected(struct stream *st, void *arg)
+{
+	struct link *l = arg;
+
+	set_nodelay(stream_fd(st));
+	l->state = LS_HANDSHAKE;
+	send_handshake(l);
+}
+
+static void
+link_error(struct stream *st, int err, void *arg)
 {
 	struct link *l = arg;
 	char why[256];
 
-	if (what & BEV_EVENT_CONNECTED) {
-		set_nodelay(bufferevent_getfd(bev));
-		l->state = LS_HANDSHAKE;
-		bufferevent_enable(bev, EV_READ);
-		send_handshake(l);
-		return;
-	}
-	if (what & BEV_EVENT_EOF)
+	(void)st;
+	if (err == 0)
 		snprintf(why, sizeof(why), l->state == LS_HANDSHAKE ?
 		    "closed by the peer during the handshake (see its log)" :
 		    "closed by the peer");
 	else
-		snprintf(why, sizeof(why), "%s",
-		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		snprintf(why, sizeof(why), "%s", strerror(err));
 	if (l->outgoing && l->state != LS_UP)
 		attempt_failed(l->nd, l->node, why);
 	else if (l->state == LS_HANDSHAKE)
@@ -518,9 +504,9 @@ link_connect(struct netd *nd, struct netd_node *n)
 	ka_hs_start(l);
 	log_debug("connecting to node %u at %s:%u", n->num,
 	    addr_str(n->addr, a, sizeof(a)), n->port);
-	if (bufferevent_socket_connect(l->bev, (struct sockaddr *)&peer,
-	    sizeof(peer)) == -1) {
-		/* Failures after the attempt started come to link_event. */
+	if (stream_connect(l->st, (struct sockaddr *)&peer, sizeof(peer),
+	    link_connected) == -1) {
+		/* Failures after the attempt started come to link_error. */
 		link_close(l, "connect failed at once", 0);
 	}
 }
@@ -639,7 +625,7 @@ accept_one(struct netd *nd, int fd, const struct sockaddr_in *sa)
 	}
 	set_nodelay(fd);
 	l = link_new(nd, n, fd, 0);
-	bufferevent_enable(l->bev, EV_READ);
+	stream_start(l->st);
 	send_handshake(l);
 }
 

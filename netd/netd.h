@@ -16,8 +16,7 @@
 
 struct event_base;
 struct event;
-struct evbuffer;
-struct bufferevent;
+struct stream;
 struct ipc_server;
 struct ipc_conn;
 
@@ -75,13 +74,14 @@ void	wire_hdr_decode(const uint8_t in[WIRE_HDR_LEN], struct wire_hdr *);
 /* The largest payload a frame of this magic may carry. */
 size_t	wire_max_len(uint16_t magic);
 /*
- * Look for one whole frame at the front of `in`. 1: *frame points at its
- * flen contiguous bytes (drain them when done); 0: not all there yet;
- * -1: the stream is bad (why says how) and the link must close.
- * mac_required: a cluster key is in use and the session is keyed.
+ * Look for one whole frame at the front of the len bytes at buf. 1: it
+ * is the first *flen bytes; 0: not all there yet, *flen bytes needed
+ * (the header's length once it is there); -1: the stream is bad (why
+ * says how) and the link must close. mac_required: a cluster key is in
+ * use and the session is keyed.
  */
-int	wire_peek(struct evbuffer *in, int mac_required, struct wire_hdr *,
-	    const uint8_t **frame, size_t *flen, char *why, size_t whylen);
+int	wire_peek(const uint8_t *buf, size_t len, int mac_required,
+	    struct wire_hdr *, size_t *flen, char *why, size_t whylen);
 int	wire_errno(uint32_t sys_status);
 const char *wire_magic_name(uint16_t magic);
 
@@ -236,9 +236,8 @@ enum link_state { LS_CONNECTING, LS_HANDSHAKE, LS_UP };
 struct link {
 	struct netd		*nd;
 	struct netd_node	*node;
-	struct bufferevent	*bev;
+	struct stream		*st;
 	struct event		*flush_ev;	/* writes what this wakeup queued */
-	struct evbuffer		*pending;	/* frames queued in this wakeup */
 	int			 flush_pending;
 	enum link_state		 state;
 	int			 outgoing;

@@ -9,8 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-
 #include "netd.h"
 
 static void
@@ -113,16 +111,15 @@ magic_known(uint16_t magic)
 }
 
 int
-wire_peek(struct evbuffer *in, int mac_required, struct wire_hdr *h,
-    const uint8_t **frame, size_t *flen, char *why, size_t whylen)
+wire_peek(const uint8_t *buf, size_t len, int mac_required, struct wire_hdr *h,
+    size_t *flen, char *why, size_t whylen)
 {
-	uint8_t raw[WIRE_HDR_LEN];
 	size_t need;
 
-	if (evbuffer_get_length(in) < WIRE_HDR_LEN)
+	*flen = WIRE_HDR_LEN;
+	if (len < WIRE_HDR_LEN)
 		return 0;
-	evbuffer_copyout(in, raw, WIRE_HDR_LEN);
-	wire_hdr_decode(raw, h);
+	wire_hdr_decode(buf, h);
 	if (!magic_known(h->magic)) {
 		snprintf(why, whylen, "bad magic 0x%04x", h->magic);
 		return -1;
@@ -149,11 +146,8 @@ wire_peek(struct evbuffer *in, int mac_required, struct wire_hdr *h,
 		return -1;
 	}
 	need = WIRE_HDR_LEN + h->len + (mac_required ? WIRE_MAC_LEN : 0);
-	if (evbuffer_get_length(in) < need)
-		return 0;
-	*frame = evbuffer_pullup(in, (ev_ssize_t)need);
 	*flen = need;
-	return 1;
+	return len < need ? 0 : 1;
 }
 
 int

@@ -5,10 +5,9 @@
  */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <event2/buffer.h>
 
 #include "netd/netd.h"
 
@@ -61,24 +60,23 @@ static void
 split_run(const uint8_t *stream, size_t total, size_t step, const uint32_t *lens,
     const uint8_t *payload)
 {
-	struct evbuffer *in = evbuffer_new();
 	struct wire_hdr h;
-	const uint8_t *frame;
-	size_t flen, fed = 0, n, got = 0;
+	size_t flen, fed = 0, n, got = 0, off = 0;
 	int rc;
 
 	while (fed < total || got < 3) {
 		n = total - fed < step ? total - fed : step;
-		evbuffer_add(in, stream + fed, n);
 		fed += n;
-		while ((rc = wire_peek(in, 0, &h, &frame, &flen, why, sizeof(why))) == 1) {
+		while ((rc = wire_peek(stream + off, fed - off, 0, &h, &flen, why,
+		    sizeof(why))) == 1) {
 			cr_assert_lt(got, 3);
 			cr_assert_eq(h.len, lens[got], "frame %zu: len %u", got, h.len);
 			cr_assert_eq(h.msg_num, got + 1);
 			cr_assert_eq(h.status, -5);
 			cr_assert_eq(flen, WIRE_HDR_LEN + lens[got]);
-			cr_assert_eq(memcmp(frame + WIRE_HDR_LEN, payload, lens[got]), 0);
-			evbuffer_drain(in, flen);
+			cr_assert_eq(memcmp(stream + off + WIRE_HDR_LEN, payload,
+			    lens[got]), 0);
+			off += flen;
 			got++;
 		}
 		cr_assert_eq(rc, 0, "stream condemned at %zu bytes: %s", fed, why);
@@ -86,8 +84,7 @@ split_run(const uint8_t *stream, size_t total, size_t step, const uint32_t *lens
 			break;
 	}
 	cr_assert_eq(got, 3, "step %zu: got %zu frames", step, got);
-	cr_assert_eq(evbuffer_get_length(in), 0);
-	evbuffer_free(in);
+	cr_assert_eq(off, total);
 }
 
 Test(wire, frames_survive_any_split)
@@ -111,36 +108,27 @@ Test(wire, frames_survive_any_split)
 
 Test(wire, partial_header_waits)
 {
-	struct evbuffer *in = evbuffer_new();
 	uint8_t f[WIRE_HDR_LEN + 4];
 	struct wire_hdr h;
-	const uint8_t *frame;
 	size_t flen;
 
 	make_frame(f, WIRE_REPLY, 3, 1, (const uint8_t *)"abcd", 4);
-	evbuffer_add(in, f, WIRE_HDR_LEN - 1);
-	cr_assert_eq(wire_peek(in, 0, &h, &frame, &flen, why, sizeof(why)), 0);
-	evbuffer_add(in, f + WIRE_HDR_LEN - 1, 4);
-	cr_assert_eq(wire_peek(in, 0, &h, &frame, &flen, why, sizeof(why)), 0);
-	evbuffer_add(in, f + WIRE_HDR_LEN + 3, 1);
-	cr_assert_eq(wire_peek(in, 0, &h, &frame, &flen, why, sizeof(why)), 1);
-	evbuffer_free(in);
+	cr_assert_eq(wire_peek(f, WIRE_HDR_LEN - 1, 0, &h, &flen, why, sizeof(why)), 0);
+	cr_assert_eq(flen, WIRE_HDR_LEN);
+	cr_assert_eq(wire_peek(f, WIRE_HDR_LEN + 3, 0, &h, &flen, why, sizeof(why)), 0);
+	cr_assert_eq(flen, WIRE_HDR_LEN + 4, "the whole frame's length, once the header is there");
+	cr_assert_eq(wire_peek(f, WIRE_HDR_LEN + 4, 0, &h, &flen, why, sizeof(why)), 1);
+	cr_assert_eq(flen, WIRE_HDR_LEN + 4);
 }
 
 static int
 peek_raw(const uint8_t *raw, size_t len, int mac_required)
 {
-	struct evbuffer *in = evbuffer_new();
 	struct wire_hdr h;
-	const uint8_t *frame;
 	size_t flen;
-	int rc;
 
 	why[0] = '\0';
-	evbuffer_add(in, raw, len);
-	rc = wire_peek(in, mac_required, &h, &frame, &flen, why, sizeof(why));
-	evbuffer_free(in);
-	return rc;
+	return wire_peek(raw, len, mac_required, &h, &flen, why, sizeof(why));
 }
 
 Test(wire, bad_magic_condemns_the_stream)
