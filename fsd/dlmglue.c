@@ -255,6 +255,28 @@ unlock_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 }
 
 /*
+ * Take lr's lock out of dlmd and wait for the answer; lr is BUSY (ours),
+ * glue->mtx not held, held on return. Once the reply is in, no Ast or
+ * Bast naming lr can follow (one ordered connection).
+ */
+static void
+unlock_wait(struct fsd_glue *g, struct fsd_lockres *lr, uint32_t flags, const uint8_t *lvb)
+{
+	int rc;
+
+	pthread_mutex_lock(&g->cmtx);
+	rc = dlmc_unlock_send(g->dc, g->domain, lr->lockid, flags, lvb, unlock_reply, lr);
+	pthread_mutex_unlock(&g->cmtx);
+	pthread_mutex_lock(&g->mtx);
+	if (rc == -1)
+		lr->flags &= ~LR_BUSY;
+	while (lr->flags & LR_BUSY)
+		pthread_cond_wait(&lr->cv, &g->mtx);
+	if (rc == -1 || lr->status != 0)
+		log_warnx("lock %s: unlock: %s", lr->name, strerror(rc == -1 ? errno : lr->status));
+}
+
+/*
  * Drop a private resource's lock from dlmd, then free it: once the reply
  * is in, no Ast or Bast naming it can follow (one ordered connection).
  */
@@ -262,7 +284,6 @@ void
 lockres_private_free(struct fsd *fs, struct fsd_lockres *lr)
 {
 	struct fsd_glue *g = fs->glue;
-	int rc;
 
 	if (g != NULL && lr->level >= 0 && !g->dead_conn) {
 		pthread_mutex_lock(&g->mtx);
@@ -270,16 +291,7 @@ lockres_private_free(struct fsd *fs, struct fsd_lockres *lr)
 			pthread_cond_wait(&lr->cv, &g->mtx);
 		lr->flags |= LR_BUSY;
 		pthread_mutex_unlock(&g->mtx);
-		pthread_mutex_lock(&g->cmtx);
-		rc = dlmc_unlock_send(g->dc, g->domain, lr->lockid, 0, NULL, unlock_reply, lr);
-		pthread_mutex_unlock(&g->cmtx);
-		pthread_mutex_lock(&g->mtx);
-		if (rc == -1)
-			lr->flags &= ~LR_BUSY;
-		while (lr->flags & LR_BUSY)
-			pthread_cond_wait(&lr->cv, &g->mtx);
-		if (rc == -1 || lr->status != 0)
-			log_warnx("lock %s: unlock: %s", lr->name, strerror(rc == -1 ? errno : lr->status));
+		unlock_wait(g, lr, 0, NULL);
 		pthread_mutex_unlock(&g->mtx);
 	}
 	pthread_cond_destroy(&lr->cv);
@@ -943,7 +955,7 @@ drop_idle(struct fsd_glue *g)
 	struct fsd *fs = g->fs;
 	struct fsd_lockres *lr = g->idle_head;
 	uint8_t lvb[DLMC_LVB_LEN];
-	int has_lvb, rc;
+	int has_lvb;
 
 	idle_remove(g, lr);
 	lockres_unhash(fs, lr);
@@ -961,18 +973,7 @@ drop_idle(struct fsd_glue *g)
 		else if (has_lvb)
 			memcpy(lvb, lr->lvb, sizeof(lvb));
 		refresh(fs, lr);
-		pthread_mutex_lock(&g->cmtx);
-		rc = dlmc_unlock_send(g->dc, g->domain, lr->lockid, has_lvb ? DLMC_F_VALBLK : 0,
-		    has_lvb ? lvb : NULL, unlock_reply, lr);
-		pthread_mutex_unlock(&g->cmtx);
-		pthread_mutex_lock(&g->mtx);
-		if (rc == -1)
-			lr->flags &= ~LR_BUSY;
-		while (lr->flags & LR_BUSY)
-			pthread_cond_wait(&lr->cv, &g->mtx);
-		if (rc == -1 || lr->status != 0)
-			log_warnx("lock %s: unlock: %s", lr->name,
-			    strerror(rc == -1 ? errno : lr->status));
+		unlock_wait(g, lr, has_lvb ? DLMC_F_VALBLK : 0, has_lvb ? lvb : NULL);
 	}
 	if (lr->flags & LR_QUEUED)
 		dc_unqueue(g, lr);
