@@ -454,20 +454,32 @@ tl_flush_slot(struct fsd *fs, int slot)
 	return rc ? rc : stop;
 }
 
+/*
+ * How long a write out of space waits for the deletion of a file this
+ * node unlinked (its close and FORGET arrive from FUSE asynchronously);
+ * an unlinked file that a process keeps open costs that much per ENOSPC.
+ */
+#define RECLAIM_WAIT_MS	1000
+
 int
 fsd_reclaim(struct fsd *fs)
 {
 	const struct ocfs2_truncate_log *tl;
 	struct fsd_buf *b;
-	int used;
+	int used, waited;
 
 	if (fs->journal == NULL || fs->slot < 0)
 		return 0;
+	/* a file just unlinked may be freeing its space now, or soon */
+	waited = orphan_wait_deletes(fs, RECLAIM_WAIT_MS);
 	if (block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b) != 0)
-		return 0;
+		return waited;
 	tl = &((const struct ocfs2_dinode *)b->data)->id2.i_dealloc;
 	used = LE16(tl->tl_used);
 	block_put(fs, b);
 	/* As ocfs2_try_to_free_truncate_log: free what the log holds back. */
-	return used > 0 && tl_flush(fs) == 0;
+	if (used > 0 && tl_flush(fs) != 0)
+		return waited;
+	/* or another thread's flush did, since our allocation failed */
+	return 1;
 }

@@ -174,6 +174,12 @@ struct fsd {
 	pthread_cond_t	 commit_cv;
 	int		 errors;		/* metadata corruption was seen */
 	pthread_mutex_t	 err_mtx;
+	/* orphan deletions under way, and those this node's unlinks await (orphan.c) */
+	unsigned	 wipes;
+	uint64_t	*expected;
+	unsigned	 nexpected, cexpected;
+	pthread_mutex_t	 wipe_mtx;
+	pthread_cond_t	 wipe_cv;
 	struct fuse_session *se;
 	struct fsd_glue	*glue;			/* NULL: local or nocluster mount */
 	struct fsd_plocks *plocks;		/* fcntl locks across nodes (plock.c) */
@@ -572,7 +578,8 @@ int	 tl_append(struct fsd_handle *h, uint32_t start, unsigned count);
 int	 tl_flush(struct fsd *fs);
 /* Free what slot's truncate log holds (ours, or a dead node's in recovery). */
 int	 tl_flush_slot(struct fsd *fs, int slot);
-/* Out of space: flush the truncate log; 1 if that may have freed clusters. */
+/* Out of space: wait for orphan deletions under way or due, flush the
+ * truncate log; 1 if a retry may find space. */
 int	 fsd_reclaim(struct fsd *fs);
 
 /* localalloc.c */
@@ -626,6 +633,19 @@ int	 orphan_add(struct fsd_handle *h, struct fsd_buf *ib);
 /* Delete an orphaned inode nobody uses any more (own handles): 1 deleted,
  * 0 left (still linked, or open on some node), or -errno. */
 int	 orphan_wipe(struct fsd *fs, uint64_t blkno);
+/*
+ * This node's unlink left blkno without links (inside its handle, undone
+ * with orphan_unexpect if that fails): the last close or the kernel's
+ * FORGET deletes it, and FUSE may send them after the next writes.
+ */
+void	 orphan_expect(struct fsd *fs, uint64_t blkno);
+void	 orphan_unexpect(struct fsd *fs, uint64_t blkno);
+/*
+ * Out of space: wait for the deletions under way to end and the expected
+ * ones to come, these at most ms (then they are forgotten). 1 if there
+ * was any to wait for.
+ */
+int	 orphan_wait_deletes(struct fsd *fs, unsigned ms);
 /* Wipe every inode in slot's orphan dir that no node has open (mount,
  * unmount, recovery, orphan scan): how many, or -errno. */
 int	 orphan_recover(struct fsd *fs, int slot);

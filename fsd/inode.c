@@ -287,17 +287,21 @@ inode_open(struct fsd *fs, struct fsd_inode *ip)
 void
 inode_close(struct fsd *fs, struct fsd_inode *ip)
 {
-	int last;
+	int last, forgotten;
 
 	pthread_mutex_lock(&fs->itable->mtx);
 	last = --ip->opens == 0;
+	forgotten = ip->nlookup == 0;
 	pthread_mutex_unlock(&fs->itable->mtx);
-	if (last && ip->open_lock != NULL) {
+	if (last && ip->open_lock != NULL)
 		lockres_unlock(fs, ip->open_lock, LKM_PR);
-		/* another node may have unlinked it meanwhile: the last close deletes */
-		if (fs->journal != NULL)
-			orphan_wipe(fs, ip->blkno);
-	}
+	/*
+	 * The last close deletes an orphan when another node may have
+	 * unlinked it meanwhile, or when the kernel's FORGET came first
+	 * (FUSE sends RELEASE asynchronously) and found it still open.
+	 */
+	if (last && (ip->open_lock != NULL || forgotten) && fs->journal != NULL)
+		orphan_wipe(fs, ip->blkno);
 	inode_put(fs, ip);
 }
 

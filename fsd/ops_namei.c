@@ -305,10 +305,11 @@ stop:
 
 /*
  * Drop one name's reference to a locked inode: a directory loses its "."
- * too and its parent the "..". At zero links it goes to the orphan dir.
+ * too and its parent the "..". At zero links it goes to the orphan dir,
+ * and *doomed names it (orphan_unexpect if the handle fails after all).
  */
 static int
-drop_link(struct fsd_handle *h, struct locked *parent, struct locked *victim)
+drop_link(struct fsd_handle *h, struct locked *parent, struct locked *victim, uint64_t *doomed)
 {
 	int rc, isdir = S_ISDIR(LE16(victim->di->i_mode));
 
@@ -322,9 +323,13 @@ drop_link(struct fsd_handle *h, struct locked *parent, struct locked *victim)
 	inode_now(victim->di, 0, 0, 1);
 	journal_dirty(h, victim->b);
 	journal_dirty(h, parent->b);
-	if (LE16(victim->di->i_links_count) == 0)
-		return orphan_add(h, victim->b);
-	return 0;
+	if (LE16(victim->di->i_links_count) != 0)
+		return 0;
+	if ((rc = orphan_add(h, victim->b)) == 0) {
+		*doomed = victim->b->blkno;
+		orphan_expect(h->fs, *doomed);
+	}
+	return rc;
 }
 
 static void
@@ -333,7 +338,7 @@ do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int rmdir)
 	struct fsd *fs = fsd_of(req);
 	struct fsd_handle h;
 	struct locked dp, ip;
-	uint64_t ino;
+	uint64_t ino, doomed = 0;
 	int rc, isdir;
 
 	memset(&ip, 0, sizeof(ip));
@@ -358,7 +363,7 @@ do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int rmdir)
 		goto out;
 	if ((rc = dir_remove(&h, dp.di, name, strlen(name))) != 0)
 		goto out;
-	if ((rc = drop_link(&h, &dp, &ip)) != 0)
+	if ((rc = drop_link(&h, &dp, &ip, &doomed)) != 0)
 		goto out;
 	inode_now(dp.di, 0, 1, 1);
 out:
@@ -366,6 +371,8 @@ out:
 	unlock_ino(fs, &dp);
 stop:
 	journal_stop(&h, rc != 0);
+	if (rc != 0 && doomed != 0)
+		orphan_unexpect(fs, doomed);
 	fuse_reply_err(req, -rc);
 }
 
@@ -512,7 +519,7 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	struct locked op, np, sp, tp;
 	struct fsd_handle h;
 	struct locked *npp;
-	uint64_t src, dst = 0;
+	uint64_t src, dst = 0, doomed = 0;
 	int rc, sdir, same, r;
 
 	memset(&np, 0, sizeof(np));
@@ -582,7 +589,7 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 			goto out;
 		/* the new name now names src; the old target loses a link */
 		if ((rc = dir_retarget(&h, npp->di, newname, strlen(newname), src,
-		    fsd_ft_of(LE16(sp.di->i_mode)))) != 0 || (rc = drop_link(&h, npp, &tp)) != 0)
+		    fsd_ft_of(LE16(sp.di->i_mode)))) != 0 || (rc = drop_link(&h, npp, &tp, &doomed)) != 0)
 			goto out;
 	} else if ((rc = dir_add(&h, npp->b, newname, strlen(newname), src,
 	    fsd_ft_of(LE16(sp.di->i_mode)))) != 0)
@@ -613,5 +620,7 @@ out:
 	unlock_ino(fs, &op);
 stop:
 	journal_stop(&h, rc != 0);
+	if (rc != 0 && doomed != 0)
+		orphan_unexpect(fs, doomed);
 	fuse_reply_err(req, -rc);
 }

@@ -9,9 +9,11 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "util.h"
@@ -83,10 +85,31 @@ out:
 	return rc;
 }
 
-int
-orphan_wipe(struct fsd *fs, uint64_t blkno)
+/*
+ * Is the inode an orphan (unlinked, in a slot's orphan dir) that still
+ * waits for its deletion? Read under META PR.
+ */
+static int
+orphan_pending(struct fsd *fs, struct fsd_inode *ip, unsigned *slot, int *isdir)
 {
-	struct ocfs2_dinode *di;
+	const struct ocfs2_dinode *di;
+	struct fsd_buf *ib;
+	int rc;
+
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
+		return rc;
+	di = (const struct ocfs2_dinode *)ib->data;
+	*slot = LE16(di->i_orphaned_slot);
+	*isdir = S_ISDIR(LE16(di->i_mode));
+	rc = (LE32(di->i_flags) & OCFS2_ORPHANED_FL) && LE16(di->i_links_count) == 0 &&
+	    *slot < fs->vol.max_slots;
+	inode_unlock_block(fs, ip, LKM_PR, ib);
+	return rc;
+}
+
+static int
+wipe(struct fsd *fs, uint64_t blkno, int *busy)
+{
 	struct fsd_inode *ip, *op;
 	struct fsd_buf *ib, *ob;
 	struct fsd_handle h;
@@ -97,28 +120,28 @@ orphan_wipe(struct fsd *fs, uint64_t blkno)
 	if ((rc = inode_get(fs, blkno, &ip)) != 0)
 		return rc;
 	/* Still linked somewhere (or never orphaned): nothing to do. */
-	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
-		goto out;
-	di = (struct ocfs2_dinode *)ib->data;
-	slot = LE16(di->i_orphaned_slot);
-	isdir = S_ISDIR(LE16(di->i_mode));
-	rc = (LE32(di->i_flags) & OCFS2_ORPHANED_FL) && LE16(di->i_links_count) == 0 &&
-	    slot < fs->vol.max_slots;
-	inode_unlock_block(fs, ip, LKM_PR, ib);
-	if (!rc)
+	if ((rc = orphan_pending(fs, ip, &slot, &isdir)) <= 0)
 		goto out;
 	/* open here or on another node: its last close deletes it */
 	if ((rc = inode_try_delete_lock(fs, ip)) != 0) {
-		rc = rc == -EAGAIN ? 0 : rc;
+		*busy = rc == -EAGAIN;
+		rc = *busy ? 0 : rc;
 		goto out;
 	}
+	/*
+	 * Another node may have deleted it between our look and the trylock
+	 * (the block may even hold a new inode by now): look again, under the
+	 * OPEN EX lock that every deleter holds.
+	 */
+	if ((rc = orphan_pending(fs, ip, &slot, &isdir)) <= 0)
+		goto out_unlock;
 	if ((rc = file_free_all(fs, ip)) != 0)
 		goto out_unlock;
 	if ((rc = journal_start(fs, &h)) != 0)
 		goto out_unlock;
 	if ((rc = orphan_dir_get(fs, (int)slot, &op, &ob)) != 0) {
 		journal_stop(&h, 1);
-		goto out;
+		goto out_unlock;
 	}
 	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) == 0) {
 		snprintf(name, sizeof(name), "%016" PRIx64, blkno);
@@ -148,6 +171,86 @@ out:
 	if (rc < 0)
 		log_warnx("deleting orphan inode %llu: %s", (unsigned long long)blkno, strerror(-rc));
 	return rc;
+}
+
+static void
+unexpect(struct fsd *fs, uint64_t blkno)
+{
+	unsigned i;
+
+	for (i = fs->nexpected; i-- > 0; )
+		if (fs->expected[i] == blkno) {
+			fs->expected[i] = fs->expected[--fs->nexpected];
+			break;
+		}
+}
+
+/* Counted, so that an allocation out of space can wait for what they free. */
+int
+orphan_wipe(struct fsd *fs, uint64_t blkno)
+{
+	int rc, busy = 0;
+
+	pthread_mutex_lock(&fs->wipe_mtx);
+	fs->wipes++;
+	pthread_mutex_unlock(&fs->wipe_mtx);
+	rc = wipe(fs, blkno, &busy);
+	pthread_mutex_lock(&fs->wipe_mtx);
+	fs->wipes--;
+	if (!busy)
+		unexpect(fs, blkno);
+	pthread_cond_broadcast(&fs->wipe_cv);
+	pthread_mutex_unlock(&fs->wipe_mtx);
+	return rc;
+}
+
+void
+orphan_expect(struct fsd *fs, uint64_t blkno)
+{
+	pthread_mutex_lock(&fs->wipe_mtx);
+	if (fs->nexpected == fs->cexpected) {
+		fs->cexpected = fs->cexpected ? 2 * fs->cexpected : 16;
+		fs->expected = xrealloc(fs->expected, fs->cexpected * sizeof(*fs->expected));
+	}
+	fs->expected[fs->nexpected++] = blkno;
+	pthread_mutex_unlock(&fs->wipe_mtx);
+}
+
+void
+orphan_unexpect(struct fsd *fs, uint64_t blkno)
+{
+	pthread_mutex_lock(&fs->wipe_mtx);
+	unexpect(fs, blkno);
+	pthread_mutex_unlock(&fs->wipe_mtx);
+}
+
+int
+orphan_wait_deletes(struct fsd *fs, unsigned ms)
+{
+	struct timespec until;
+	int waited = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&fs->wipe_mtx);
+	while (fs->wipes > 0 || fs->nexpected > 0) {
+		waited = 1;
+		/* one under way is waited for to its end, expected ones until then */
+		if (fs->wipes > 0)
+			pthread_cond_wait(&fs->wipe_cv, &fs->wipe_mtx);
+		else if (pthread_cond_timedwait(&fs->wipe_cv, &fs->wipe_mtx, &until) == ETIMEDOUT) {
+			/* kept open, or deleted by another node: not worth waiting for again */
+			fs->nexpected = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fs->wipe_mtx);
+	return waited;
 }
 
 struct collect {

@@ -384,6 +384,8 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	fs->slot = -1;
 	fs->readonly = o->readonly;
 	pthread_mutex_init(&fs->err_mtx, NULL);
+	pthread_mutex_init(&fs->wipe_mtx, NULL);
+	pthread_cond_init(&fs->wipe_cv, NULL);
 	if (volume_open(device, o->readonly ? O_RDONLY : O_RDWR, &fs->vol, err, errlen) == -1)
 		return -1;
 	/*
@@ -574,4 +576,8 @@ super_abandon(struct fsd *fs)
 	if (fs->vol.fd >= 0 && fs->vol.path != NULL)
 		volume_close(&fs->vol);
 	pthread_mutex_destroy(&fs->err_mtx);
+	free(fs->expected);
+	fs->expected = NULL;
+	pthread_mutex_destroy(&fs->wipe_mtx);
+	pthread_cond_destroy(&fs->wipe_cv);
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fsd on a full volume: writes, creates and mkdir fail with ENOSPC and
 # change nothing (the aborted handles leave no trace), deleting gives the
-# space back at once (the truncate log is flushed on demand), and fsck is
+# space back at once (the truncate log is flushed on demand, deletions
+# under way are waited for), and fsck is
 # clean throughout.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -31,6 +32,20 @@ check "delete the big file" rm "$MNT/fill"
 check "the space comes back" wait_for 10 bash -c "[ \$(df --output=avail '$MNT' | tail -n 1) -gt 30000 ]"
 check "and is usable" dd if=/dev/zero of="$MNT/again" bs=1M count=20 status=none
 check "mkdir works again" mkdir "$MNT/dir"
+# No pause between the delete and the next write: the deletion (FORGET,
+# then freeing the extents) may still be under way when the writes run
+# out of space, and they must wait for it rather than fail.
+rewrite_loop() {
+	local i mb
+	rm -f "$MNT/again"
+	sync "$MNT"
+	mb=$(( $(df --output=avail "$MNT" | tail -n 1) * 9 / 10 / 1024 ))
+	for i in $(seq 1 10); do
+		dd if=/dev/zero of="$MNT/big" bs=1M count=$mb conv=fsync status=none || return 1
+		rm "$MNT/big" || return 1
+	done
+}
+check "fill 90% of the free space, delete, again at once, 10 times" rewrite_loop
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean at the end" fsck_clean "$D/v.img"
 
