@@ -13,8 +13,9 @@
  * The recovery thread: under SUPER EX, for each dead node with a slot,
  * take that slot's journal lock EX (granted once dlmd has recovered it)
  * and replay the journal; then whoever waited for that goes on, and the
- * thread gives back the slot's local alloc window and truncate log,
- * deletes its orphans nobody has open, and frees the slot. Whichever
+ * thread gives back the slot's local alloc window and truncate log and
+ * frees the slot; once SUPER is given back, it deletes the slot's orphans
+ * nobody has open. Whichever
  * survivor gets the journal lock first does it; the others find the slot
  * free. A mount does the same for slots whose owner is gone without
  * anyone noticing (recover_offline_slots).
@@ -78,8 +79,9 @@ slot_replay(struct fsd *fs, int slot, unsigned lkf, unsigned *replayed)
 
 /*
  * After the replay: give back the slot's local alloc window and truncate
- * log, delete its orphans nobody has open, free the slot and let its
- * journal lock go. These take their locks as any change does.
+ * log, free the slot and let its journal lock go. These take their locks
+ * as any change does. A freed slot may be claimed at once by a mounting
+ * node, which must find its window and log empty.
  */
 static int
 slot_finish(struct fsd *fs, int slot, unsigned replayed)
@@ -87,8 +89,7 @@ slot_finish(struct fsd *fs, int slot, unsigned replayed)
 	int rc;
 
 	if ((rc = la_release_slot(fs, slot)) != 0 || (rc = tl_flush_slot(fs, slot)) != 0 ||
-	    (rc = orphan_recover(fs, slot)) < 0 || (rc = journal_commit(fs)) != 0 ||
-	    (rc = slot_free(fs, slot)) != 0)
+	    (rc = journal_commit(fs)) != 0 || (rc = slot_free(fs, slot)) != 0)
 		log_warnx("recovering slot %d: %s", slot, strerror(-rc));
 	else {
 		log_info("slot %d recovered (%u transactions replayed)", slot, replayed);
@@ -100,15 +101,32 @@ slot_finish(struct fsd *fs, int slot, unsigned replayed)
 	return rc;
 }
 
+/*
+ * Last, the dead slot's orphans nobody has open. No slot ownership is
+ * needed for that (each deletion takes the inode's OPEN lock EX), so it
+ * runs after the superblock lock is given back, as the kernel's recovery
+ * completion does.
+ */
+static void
+slot_orphans(struct fsd *fs, int slot)
+{
+	int rc;
+
+	if ((rc = orphan_recover(fs, slot)) < 0)
+		log_warnx("orphans of recovered slot %d: %s", slot, strerror(-rc));
+}
+
 int
 slot_recover(struct fsd *fs, int slot, unsigned lkf)
 {
 	unsigned replayed;
 	int rc;
 
-	if ((rc = slot_replay(fs, slot, lkf, &replayed)) != 0)
+	if ((rc = slot_replay(fs, slot, lkf, &replayed)) != 0 ||
+	    (rc = slot_finish(fs, slot, replayed)) != 0)
 		return rc;
-	return slot_finish(fs, slot, replayed);
+	slot_orphans(fs, slot);
+	return 0;
 }
 
 /* One pass of the recovery thread over the nodes found dead. */
@@ -152,7 +170,8 @@ release_waiters(struct fsd_glue *g, struct reco_pass *p)
 /*
  * Recover the slots of the pass's dead nodes, as the kernel does: the
  * journals first, then those waiting for them go on, then the rest of
- * each slot's recovery, which takes its locks as they do. A read-only
+ * each slot's recovery, which takes its locks as they do, and after the
+ * superblock lock the orphans. A read-only
  * mount cannot write: it leaves the slots to a read-write node and marks
  * them waiting.
  */
@@ -188,8 +207,13 @@ recover_nodes(struct fsd_glue *g, struct reco_pass *p)
 	}
 	release_waiters(g, p);
 	for (i = 0; i < nreplayed; i++)
-		slot_finish(fs, replayed_slot[i], replayed[i]);
+		if (slot_finish(fs, replayed_slot[i], replayed[i]) != 0)
+			replayed_slot[i] = -1;
+	/* other survivors' recovery threads wait for this lock: not for orphans */
 	lockres_unlock(fs, fs->super_lock, LKM_EX);
+	for (i = 0; i < nreplayed; i++)
+		if (replayed_slot[i] >= 0)
+			slot_orphans(fs, replayed_slot[i]);
 }
 
 /*
