@@ -409,6 +409,19 @@ has_valblk(const struct fsd_lockres *lr)
 	return lr->type == FSD_LOCK_META || lr->type == FSD_LOCK_ORPHAN_SCAN;
 }
 
+/*
+ * Journaled blocks change only under META locks (an inode and its tree):
+ * given up from EX, what the journal holds must go home first. The others
+ * order work whose blocks have META locks of their own (RW, OPEN, RENAME),
+ * or guard no block (ORPHAN_SCAN, FLOCK, PLOCK; SUPER's slot map is written
+ * in place), so they need no checkpoint.
+ */
+static int
+guards_blocks(const struct fsd_lockres *lr)
+{
+	return lr->type == FSD_LOCK_META;
+}
+
 /* Send a lock or convert request for lr; glue->mtx NOT held. */
 static void
 send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached,
@@ -916,7 +929,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	pthread_mutex_unlock(&g->mtx);
 	if (from == LKM_EX) {
 		/* what we changed under EX must be home before anyone else reads it */
-		if (journal_checkpoint(fs) != 0)
+		if (guards_blocks(lr) && journal_checkpoint(fs) != 0)
 			log_warnx("lock %s: checkpoint before giving it up failed", lr->name);
 		if (lr->flags & LR_UNSURE)
 			has_lvb = 0;	/* we read nothing under it: it stays invalid */
@@ -966,7 +979,7 @@ drop_idle(struct fsd_glue *g)
 		has_lvb = lr->level == LKM_EX && has_valblk(lr) && !(lr->flags & LR_UNSURE);
 		lr->flags |= LR_BUSY;
 		pthread_mutex_unlock(&g->mtx);
-		if (lr->level == LKM_EX && journal_checkpoint(fs) != 0)
+		if (lr->level == LKM_EX && guards_blocks(lr) && journal_checkpoint(fs) != 0)
 			log_warnx("lock %s: checkpoint before dropping it failed", lr->name);
 		if (has_lvb && lr->type == FSD_LOCK_META)
 			stuff_lvb(fs, lr, lvb);
