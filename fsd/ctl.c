@@ -75,6 +75,7 @@ ctl_status_fill(struct fsd *fs, const char *mountpoint, Fsd__FsdStatus *st)
 	pthread_mutex_lock(&g->mtx);
 	st->recovering = g->ndead > 0;
 	st->recoveries = g->recoveries;
+	st->attrs_from_lvb = g->lvb_stats;
 	pthread_mutex_unlock(&g->mtx);
 	if (g->os_running) {
 		pthread_mutex_lock(&g->os_mtx);

@@ -59,6 +59,8 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 				   node may have held it at EX */
 #define LR_IDLE		0x80	/* on the idle list */
 #define LR_DROPPING	0x100	/* out of the table, its lock going: no more queueing */
+#define LR_LVB_FRESH	0x200	/* META granted from NL with the value block its last
+				   EX holder left (in lvb); no EX here since */
 
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -383,6 +385,57 @@ glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb)
 #undef PUT
 }
 
+static uint64_t
+lvb_get(const uint8_t *lvb, unsigned off, unsigned len)
+{
+	uint64_t v = 0;
+	unsigned i;
+
+	for (i = 0; i < len; i++)
+		v = v << 8 | lvb[off + i];
+	return v;
+}
+
+int
+glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation, struct stat *st)
+{
+	struct fsd_glue *g = fs->glue;
+	uint8_t lvb[DLMC_LVB_LEN];
+	uint64_t t;
+	int i, fresh;
+	struct timespec *ts[3] = { &st->st_atim, &st->st_ctim, &st->st_mtim };
+
+	if (g == NULL)
+		return -1;
+	pthread_mutex_lock(&g->mtx);
+	fresh = (lr->flags & LR_LVB_FRESH) != 0;
+	if (fresh)
+		memcpy(lvb, lr->lvb, sizeof(lvb));
+	pthread_mutex_unlock(&g->mtx);
+	/* the layout glue_pack_lvb writes */
+	if (!fresh || lvb[0] != 5 || lvb_get(lvb, 56, 4) != generation ||
+	    !S_ISREG(lvb_get(lvb, 48, 2)))
+		return -1;
+	memset(st, 0, sizeof(*st));
+	st->st_ino = lr->owner;
+	st->st_mode = (mode_t)lvb_get(lvb, 48, 2);
+	st->st_nlink = (nlink_t)lvb_get(lvb, 50, 2);
+	st->st_uid = (uid_t)lvb_get(lvb, 8, 4);
+	st->st_gid = (gid_t)lvb_get(lvb, 12, 4);
+	st->st_size = (off_t)lvb_get(lvb, 40, 8);
+	st->st_blocks = (blkcnt_t)(lvb_get(lvb, 4, 4) << (fs->cbits - 9));
+	st->st_blksize = fs->vol.cluster_bytes;
+	for (i = 0; i < 3; i++) {
+		t = lvb_get(lvb, 16 + 8 * (unsigned)i, 8);
+		ts[i]->tv_sec = (time_t)(t >> 30);
+		ts[i]->tv_nsec = (long)(t & ((1u << 30) - 1));
+	}
+	pthread_mutex_lock(&g->mtx);
+	g->lvb_stats++;
+	pthread_mutex_unlock(&g->mtx);
+	return 0;
+}
+
 /* ---- requests to dlmd ------------------------------------------------- */
 
 static void
@@ -652,9 +705,10 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			return rc == EAGAIN ? -EAGAIN : -EIO;
 		}
 	}
-	if (level == LKM_EX)
+	if (level == LKM_EX) {
 		lr->ex++;
-	else
+		lr->flags &= ~LR_LVB_FRESH;	/* this holder changes what it says */
+	} else
 		lr->ro++;
 	if (lr->flags & LR_REFRESH) {
 		lr->flags = (lr->flags & ~(LR_REFRESH | LR_UNSURE)) | LR_REFRESHING;
@@ -720,6 +774,10 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 			lr->flags |= LR_REFRESH;
 			if (!(ast->has_lvb && ast->lvb_valid))
 				lr->flags |= LR_UNSURE;
+			else if (lr->type == FSD_LOCK_META) {
+				memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
+				lr->flags |= LR_LVB_FRESH;
+			}
 		}
 		if (ast->has_lvb && lr->type != FSD_LOCK_META) {
 			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
@@ -939,6 +997,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 			memcpy(lvb, lr->lvb, sizeof(lvb));	/* its holder wrote it */
 	}
 	if (target == LKM_NL) {
+		lr->flags &= ~LR_LVB_FRESH;
 		refresh(fs, lr);
 		if (lr->type == FSD_LOCK_META && lr->owner != 0)
 			queue_inval(g, lr->owner);

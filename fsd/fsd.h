@@ -107,7 +107,7 @@ struct fsd_lockres {
 	unsigned		 bucket;	/* in the table's hash */
 	int			 nocache;	/* OPEN: back to NL when the last holder goes */
 	int			 private;	/* lockres_private: BASTs are not for us */
-	/* value block of a lock whose holders keep state in it (not META's) */
+	/* value block: state its holders keep in it, or META's as granted */
 	uint8_t			 lvb[64];
 	int			 lvb_valid;	/* 0: an EX holder died since it was written */
 	pthread_cond_t		 cv;
@@ -272,6 +272,13 @@ void	 glue_session_gone(struct fsd *fs);
 struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
 /* ocfs2_meta_lvb from an inode: what other nodes could trust without a read. */
 void	 glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb);
+/*
+ * With META (lr) held PR and granted from NL: the stat of a regular file
+ * of that generation from the value block its last EX holder left, as the
+ * kernel refreshes an inode from a trustable LVB. 0, or -1 (read the block).
+ */
+int	 glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation,
+	    struct stat *st);
 
 /* super.c */
 struct fsd_mount_opts {
@@ -367,6 +374,15 @@ void	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
 int	 inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n);
 /* The inode block, validated, with the META lock held at level. */
 int	 inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp);
+/*
+ * The block holds another inode than the one kept in memory: it was freed
+ * and allocated again (maybe by another node) while the kernel still knew
+ * the old one, which no file here has open. Names of locks that carry the
+ * generation (RW, FLOCK, PLOCK) follow the new inode from now on.
+ */
+void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation);
+/* Its attributes under META PR, from a trustable value block or the block. */
+int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
 void	 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b);
 void	 inode_to_stat(struct fsd *fs, const struct ocfs2_dinode *di, struct stat *st);
 /* FUSE inode numbers: the root is 1, every other inode its block number. */

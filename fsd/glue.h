@@ -43,6 +43,7 @@ struct fsd_glue {
 	int		 reco_stop;		/* unmount: recovery ends, nobody waits for it */
 	pthread_cond_t	 reco_cv;
 	unsigned	 recoveries;		/* slots this node recovered, under mtx */
+	uint64_t	 lvb_stats;		/* stats answered from a META LVB, under mtx */
 	int		 stopping;
 	int		 dead_conn;		/* dlmd is gone */
 	/* the periodic orphan scan (orphanscan.c) */

@@ -223,6 +223,22 @@ open_lock_get(struct fsd *fs, struct fsd_inode *ip)
 	}
 }
 
+void
+inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation)
+{
+	struct fsd_lockres *rw = NULL;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	if (ip->generation != generation && ip->opens == 0) {
+		ip->generation = generation;
+		rw = ip->rw;
+		ip->rw = NULL;
+	}
+	pthread_mutex_unlock(&fs->itable->mtx);
+	if (rw != NULL)
+		lockres_put(fs, rw);
+}
+
 int
 inode_rw_lock(struct fsd *fs, struct fsd_inode *ip, int level)
 {
@@ -344,6 +360,23 @@ inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf
 		return rc;
 	}
 	return 0;
+}
+
+int
+inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st)
+{
+	struct fsd_buf *b;
+	int rc;
+
+	if ((rc = lockres_lock(fs, ip->meta, LKM_PR)) != 0)
+		return rc;
+	if (glue_lvb_stat(fs, ip->meta, ip->generation, st) != 0 &&
+	    (rc = block_read(fs, ip->blkno, BLK_INODE, &b)) == 0) {
+		inode_to_stat(fs, (const struct ocfs2_dinode *)b->data, st);
+		block_put(fs, b);
+	}
+	lockres_unlock(fs, ip->meta, LKM_PR);
+	return rc;
 }
 
 void

@@ -38,6 +38,7 @@ fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e)
 		inode_put(fs, ip);
 		return -EIO;
 	}
+	inode_check_generation(fs, ip, LE32(di->i_generation));
 	inode_to_stat(fs, di, &e->attr);
 	e->ino = fsd_blkno_to_ino(fs, blkno);
 	e->generation = LE32(di->i_generation);
@@ -141,11 +142,17 @@ stat_cb(struct fsd *fs, const struct ocfs2_dinode *di, void *arg)
 void
 fsd_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
 	struct stat st;
 	int rc;
 
 	(void)fi;
-	if ((rc = with_inode(fsd_of(req), ino, stat_cb, &st)) != 0)
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	rc = inode_stat(fs, ip, &st);
+	inode_put(fs, ip);
+	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_attr(req, &st, fsd_timeouts.attr);
 }

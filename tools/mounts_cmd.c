@@ -156,6 +156,7 @@ status_json(FILE *f, int *first, const Fsd__FsdStatus *st)
 	uint_json(f, first, "orphan_scans", st->orphan_scans);
 	uint_json(f, first, "orphans_deleted", st->orphans_deleted);
 	uint_json(f, first, "journal_commits", st->journal_commits);
+	uint_json(f, first, "attrs_from_lvb", st->attrs_from_lvb);
 	uint_json(f, first, "locks", st->locks);
 	json_key(f, first, "locks_by_level");
 	fputc('{', f);
@@ -219,8 +220,9 @@ mounts_text(FILE *f, const struct mounts *ms, int detail)
 		    "(%llu orphans deleted)\n", (unsigned long long)st->journal_commits,
 		    st->recoveries, st->orphan_scans, (unsigned long long)st->orphans_deleted);
 		if (st->cluster)
-			fprintf(f, "    cluster locks cached %u: EX %u, PR %u, NL %u\n", st->locks,
-			    st->locks_ex, st->locks_pr, st->locks_nl);
+			fprintf(f, "    cluster locks cached %u: EX %u, PR %u, NL %u; "
+			    "stats from a lock value block %llu\n", st->locks, st->locks_ex,
+			    st->locks_pr, st->locks_nl, (unsigned long long)st->attrs_from_lvb);
 	}
 }
 

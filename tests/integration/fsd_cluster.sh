@@ -47,6 +47,8 @@ recoveries_above() { (($(recoveries) > $1)); }
 orphans_counted() {
 	(($({ mounts_json 1; mounts_json 2; } | jq -s 'map(.[0].orphans_deleted) | add') >= 1))
 }
+lvb_stats() { mounts_json "$1" | jq '.[0].attrs_from_lvb'; }
+lvb_stats_above() { (($(lvb_stats "$1") > $2)); }
 mount_stale() { mounts_json "$1" | jq -e 'length == 1 and .[0].state == "stale"'; }
 status_lists_mount() { lc exec "$1" "$O2CTL" --json status | jq -e '.mounts | length == 1'; }
 
@@ -83,6 +85,20 @@ check "node1 sees the unlink" test ! -e "${M[1]}/d/b"
 check "node2 sees the unlink" test ! -e "${M[2]}/d/b"
 touch -d @1000000000.5 "${M[2]}/t"
 check_eq "node1 sees node2's utimens" 1000000000 "$(stat -c %Y "${M[1]}/t")"
+# node1's last change leaves its value block in the META lock: node2's
+# fstat (no lookup: GETATTR alone), granted the lock afresh, is answered
+# from it without a read.
+head -c 12345 /dev/zero >"${M[1]}/lv"
+exec 7<"${M[2]}/lv"
+chmod 604 "${M[1]}/lv"
+truncate -s 23456 "${M[1]}/lv"
+touch -d @1200000000.25 "${M[1]}/lv"
+lvb0=$(lvb_stats 2)
+st2=$(stat -L -c '%s %a %h %b %u %g %x %y %z' /proc/$$/fd/7)
+exec 7<&-
+check_eq "node2's fstat of node1's file is node1's stat" \
+    "$(stat -c '%s %a %h %b %u %g %x %y %z' "${M[1]}/lv")" "$st2"
+check "... and came from the lock's value block" lvb_stats_above 2 "$lvb0"
 python3 - "${M[1]}/mm" <<'EOF'
 import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
