@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ipc.h"
+#include "netdanswer.h"
 #include "../netd/netd.h"	/* the key file format is netd's (auth.c) */
 #include "o2ctl.h"
 #include "util.h"
@@ -225,10 +226,9 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 	};
 	Envelope req = ENVELOPE__INIT, *ev;
 	Netd__NetRegister reg = NETD__NET_REGISTER__INIT;
-	Netd__NetReply nr = NETD__NET_REPLY__INIT;
 	struct stream *streams = NULL;
 	size_t nstreams = 0, i;
-	uint64_t received = 0, disorder = 0, dups = 0, replies = 0, acks = 0;
+	uint64_t received = 0, disorder = 0, dups = 0;
 	unsigned long count = 0;
 	uint32_t type = ECHO_TYPE, key = ECHO_KEY, maxlen = 0;
 	int ch, fd, no_reply = 0;
@@ -275,12 +275,6 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 			fprintf(stderr, "o2ctl: netd: %s\n", strerror(errno));
 			break;
 		}
-		if (ev->kind == KIND__KIND_REPLY) {
-			acks++;
-			if (ev->status != 0)
-				fprintf(stderr, "o2ctl: netd refused a reply: %s\n",
-				    ev->error);
-		}
 		if (ev->kind != KIND__KIND_EVENT ||
 		    ev->payload_case != ENVELOPE__PAYLOAD_NET_MESSAGE) {
 			envelope__free_unpacked(ev, NULL);
@@ -310,31 +304,12 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 				disorder++;
 			streams[i].next = seq + 1;
 		}
-		if (!no_reply) {
-			nr.handle = m->handle;
-			nr.status = echo_status(m->payload.data, m->payload.len);
-			nr.payload = m->payload;
-			req = (Envelope)ENVELOPE__INIT;
-			req.type = MSG_TYPE__MSG_NETD_REPLY;
-			req.kind = KIND__KIND_REQUEST;
-			req.payload_case = ENVELOPE__PAYLOAD_NET_REPLY;
-			req.net_reply = &nr;
-			if (ipc_sync_send(fd, &req) == -1) {
-				envelope__free_unpacked(ev, NULL);
-				break;
-			}
-			replies++;
+		if (!no_reply && netd_answer_fd(fd, m->handle,
+		    echo_status(m->payload.data, m->payload.len),
+		    m->payload.data, m->payload.len) == -1) {
+			envelope__free_unpacked(ev, NULL);
+			break;
 		}
-		envelope__free_unpacked(ev, NULL);
-	}
-	/*
-	 * Our last answers count only once netd has them: leaving with its
-	 * acknowledgements unread would reset the connection, and netd
-	 * would answer "handler gone" for whatever it had not read yet.
-	 */
-	while (acks < replies && ipc_sync_recv(fd, &ev, 2000) == 0) {
-		if (ev->kind == KIND__KIND_REPLY)
-			acks++;
 		envelope__free_unpacked(ev, NULL);
 	}
 	if (ctl->json)
