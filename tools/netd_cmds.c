@@ -210,8 +210,9 @@ simple_netd_call(struct o2ctl *ctl, int fd, Envelope *req)
 
 /*
  * net-echo: register a handler and answer every message with the
- * payload's checksum as status and the payload itself as reply; check
- * that each sender's stream arrives in order, without gaps or repeats.
+ * payload's checksum as status and the payload itself (or, with
+ * --reply-size N, N zero bytes) as reply; check that each sender's
+ * stream arrives in order, without gaps or repeats.
  */
 int
 cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
@@ -222,6 +223,7 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "no-reply", no_argument, NULL, 'N' },
 		{ "max-len", required_argument, NULL, 'm' },
+		{ "reply-size", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	Envelope req = ENVELOPE__INIT, *ev;
@@ -229,9 +231,10 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 	struct stream *streams = NULL;
 	size_t nstreams = 0, i;
 	uint64_t received = 0, disorder = 0, dups = 0;
-	unsigned long count = 0;
+	unsigned long count = 0, reply_size = 0;
 	uint32_t type = ECHO_TYPE, key = ECHO_KEY, maxlen = 0;
-	int ch, fd, no_reply = 0;
+	int ch, fd, no_reply = 0, fixed_size = 0;
+	uint8_t *zeros = NULL;
 	struct pollfd pfd;
 
 	optind = 0;
@@ -245,6 +248,11 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 				return EX_USAGE;
 			break;
 		case 'N': no_reply = 1; break;
+		case 'r':
+			if (parse_ulong(optarg, 10, IPC_FRAME_MAX / 2, &reply_size) == -1)
+				return EX_USAGE;
+			fixed_size = 1;
+			break;
 		default: return EX_USAGE;
 		}
 	}
@@ -262,6 +270,7 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		close(fd);
 		return EX_FAIL;
 	}
+	zeros = xcalloc(reply_size + 1, 1);
 	signal(SIGTERM, on_echo_signal);
 	signal(SIGINT, on_echo_signal);
 	printf("echoing type %u key 0x%08x\n", type, key);
@@ -306,7 +315,8 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		}
 		if (!no_reply && netd_answer_fd(fd, m->handle,
 		    echo_status(m->payload.data, m->payload.len),
-		    m->payload.data, m->payload.len) == -1) {
+		    fixed_size ? zeros : m->payload.data,
+		    fixed_size ? reply_size : m->payload.len) == -1) {
 			envelope__free_unpacked(ev, NULL);
 			break;
 		}
@@ -322,6 +332,7 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		    (unsigned long long)disorder, (unsigned long long)dups);
 	fflush(stdout);
 	free(streams);
+	free(zeros);
 	close(fd);
 	return disorder == 0 && dups == 0 ? EX_OK : EX_FAIL;
 }
