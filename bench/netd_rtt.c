@@ -31,6 +31,7 @@
 #include "bench.h"
 #include "ipc.h"
 #include "log.h"
+#include "netdanswer.h"
 #include "util.h"
 
 #define ROUNDS		7
@@ -98,7 +99,6 @@ spawn_handler(int cpu)
 {
 	Envelope req = ENVELOPE__INIT, *ev, *rep;
 	Netd__NetRegister reg = NETD__NET_REGISTER__INIT;
-	Netd__NetReply nr = NETD__NET_REPLY__INIT;
 	char *path = sock(2);
 	int fd, ready[2];
 	pid_t pid;
@@ -125,17 +125,10 @@ spawn_handler(int cpu)
 		_exit(1);
 	write_full(ready[1], "r", 1);
 	while (ipc_sync_recv(fd, &ev, -1) == 0) {
-		if (ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE) {
-			nr.handle = ev->net_message->handle;
-			nr.payload = ev->net_message->payload;
-			req = (Envelope)ENVELOPE__INIT;
-			req.kind = KIND__KIND_REQUEST;
-			req.type = MSG_TYPE__MSG_NETD_REPLY;
-			req.payload_case = ENVELOPE__PAYLOAD_NET_REPLY;
-			req.net_reply = &nr;
-			if (ipc_sync_send(fd, &req) == -1)
-				_exit(1);
-		}
+		if (ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE &&
+		    netd_answer_fd(fd, ev->net_message->handle, 0,
+		    ev->net_message->payload.data, ev->net_message->payload.len) == -1)
+			_exit(1);
 		envelope__free_unpacked(ev, NULL);
 	}
 	_exit(0);

@@ -229,9 +229,21 @@ ipc_send(struct ipc_conn *c, const Envelope *env)
 	return 0;
 }
 
+/*
+ * Nobody waits for the reply to a one-way request, so none is sent; a
+ * refusal goes to our log instead, where it is not lost.
+ */
 void
 ipc_reply(struct ipc_conn *c, const Envelope *req, Envelope *rep)
 {
+	if (req->kind == KIND__KIND_ONE_WAY) {
+		if (rep->status != 0)
+			log_warnx("ipc: refused one-way message type %d from pid "
+			    "%d: %s", req->type, (int)c->cred.pid,
+			    rep->error != NULL && *rep->error != '\0' ? rep->error :
+			    strerror(rep->status));
+		return;
+	}
 	rep->type = req->type;
 	rep->id = req->id;
 	rep->kind = KIND__KIND_REPLY;
@@ -338,6 +350,7 @@ dispatch(struct ipc_conn *c, const Envelope *env)
 {
 	switch (env->kind) {
 	case KIND__KIND_REQUEST:
+	case KIND__KIND_ONE_WAY:
 		dispatch_request(c, env);
 		break;
 	case KIND__KIND_REPLY:
@@ -649,12 +662,14 @@ ipc_request(struct ipc_conn *c, Envelope *req, ipc_reply_fn *fn, void *arg)
 		errno = ENOTCONN;
 		return -1;
 	}
-	req->kind = KIND__KIND_REQUEST;
-	req->id = ++c->next_req;
+	req->kind = fn != NULL ? KIND__KIND_REQUEST : KIND__KIND_ONE_WAY;
+	req->id = fn != NULL ? ++c->next_req : 0;
 	if (ipc_send(c, req) == -1) {
 		errno = ENOTCONN;
 		return -1;
 	}
+	if (fn == NULL)
+		return 0;
 	p = xcalloc(1, sizeof(*p));
 	p->id = req->id;
 	p->fn = fn;

@@ -1,8 +1,9 @@
 /*
  * Local IPC between daemons and their clients: Unix stream sockets in
  * a libevent loop (common/stream.c), each frame a 4-byte big-endian length and one
- * protobuf-c Envelope. Requests carry ids and get exactly one reply;
- * events are pushed to connections that subscribed to their topic.
+ * protobuf-c Envelope. Requests carry ids and get exactly one reply,
+ * one-way requests none (the server logs a refusal); events are pushed
+ * to connections that subscribed to their topic.
  *
  * A frame over the size limit (checked before allocating), one that
  * does not decode, a request whose payload does not match its type, or
@@ -53,7 +54,11 @@ struct ipc_conn *ipc_server_find(struct ipc_server *s, uint64_t conn_id);
 /* Client side: connect to a daemon's socket. */
 struct ipc_conn *ipc_connect(struct event_base *base, const char *path,
 	    ipc_event_fn *on_event, ipc_close_fn *on_close, void *arg);
-/* fn NULL: the reply is not wanted. */
+/*
+ * fn NULL: a one-way request, which the server does not answer; for
+ * requests served at once (a reply a server builds later from the id
+ * alone would come back to nobody).
+ */
 int	ipc_request(struct ipc_conn *c, Envelope *req, ipc_reply_fn *fn, void *arg);
 
 /*

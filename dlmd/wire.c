@@ -22,6 +22,7 @@
 #include "dlmd.h"
 #include "ipc.h"
 #include "log.h"
+#include "netdanswer.h"
 #include "util.h"
 
 #define NETD_RETRY_MS	500
@@ -252,37 +253,20 @@ wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
 /* ---------------------------------------------------------- receiving */
 
 static void
-answer(struct dlmd *dd, uint64_t handle, int status, const uint8_t *buf, size_t len)
+on_message(struct ipc_conn *c, const Netd__NetMessage *nm)
 {
-	Envelope req = ENVELOPE__INIT;
-	Netd__NetReply nr = NETD__NET_REPLY__INIT;
-
-	nr.handle = handle;
-	nr.status = status;
-	nr.payload.data = (uint8_t *)buf;
-	nr.payload.len = len;
-	req.type = MSG_TYPE__MSG_NETD_REPLY;
-	req.payload_case = ENVELOPE__PAYLOAD_NET_REPLY;
-	req.net_reply = &nr;
-	if (dd->netd != NULL)
-		ipc_request(dd->netd, &req, NULL, NULL);
-}
-
-static void
-on_message(struct dlmd *dd, const Netd__NetMessage *nm)
-{
-	struct dlm_domain *d = domain_find_key(dd, nm->key);
+	struct dlm_domain *d = domain_find_key(ipc_conn_arg(c), nm->key);
 	uint8_t *out;
 	size_t n;
 	int status;
 
 	if (d == NULL || d->state == DS_GONE) {
-		answer(dd, nm->handle, ENOPROTOOPT, NULL, 0);
+		netd_answer(c, nm->handle, ENOPROTOOPT, NULL, 0);
 		return;
 	}
 	n = handle_local(d, nm->type, nm->from, nm->payload.data, nm->payload.len,
 	    &out, &status);
-	answer(dd, nm->handle, status, out, n);
+	netd_answer(c, nm->handle, status, out, n);
 	free(out);
 }
 
@@ -291,7 +275,7 @@ netd_event(struct ipc_conn *c, const Envelope *ev)
 {
 	if (ev->type == MSG_TYPE__MSG_NETD_MESSAGE &&
 	    ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE)
-		on_message(ipc_conn_arg(c), ev->net_message);
+		on_message(c, ev->net_message);
 }
 
 /* ---------------------------------------------------------- handlers */

@@ -27,6 +27,7 @@
 #include "crc32.h"
 #include "ipc.h"
 #include "log.h"
+#include "netdanswer.h"
 #include "util.h"
 #include "fsdwire.pb-c.h"
 
@@ -285,18 +286,17 @@ ask_others(struct fsd_plocks *pl, uint64_t ino, int write, uint64_t start, uint6
 static void
 answer(struct fsd_plocks *pl, const Netd__NetMessage *m)
 {
-	Envelope env = ENVELOPE__INIT;
-	Netd__NetReply r = NETD__NET_REPLY__INIT;
 	Fsdwire__PlockQuery *q;
 	Fsdwire__PlockHolder h = FSDWIRE__PLOCK_HOLDER__INIT;
 	const struct plock *l;
 	uint8_t buf[64];
+	size_t len = 0;
+	int32_t status = 0;
 
-	r.handle = m->handle;
 	q = fsdwire__plock_query__unpack(NULL, m->payload.len, m->payload.data);
 	if (q == NULL || q->start > q->end) {
 		log_warnx("POSIX lock: node %u sent a bad query", m->from);
-		r.status = EINVAL;
+		status = EINVAL;
 	} else {
 		pthread_mutex_lock(&pl->mtx);
 		if ((l = conflict(inode_of(pl, q->ino, 0), 0, q->write, q->start, q->end)) != NULL) {
@@ -306,16 +306,11 @@ answer(struct fsd_plocks *pl, const Netd__NetMessage *m)
 			h.end = l->end;
 		}
 		pthread_mutex_unlock(&pl->mtx);
-		r.payload.len = fsdwire__plock_holder__pack(&h, buf);
-		r.payload.data = buf;
+		len = fsdwire__plock_holder__pack(&h, buf);
 	}
 	if (q != NULL)
 		fsdwire__plock_query__free_unpacked(q, NULL);
-	env.type = MSG_TYPE__MSG_NETD_REPLY;
-	env.kind = KIND__KIND_REQUEST;
-	env.payload_case = ENVELOPE__PAYLOAD_NET_REPLY;
-	env.net_reply = &r;
-	if (ipc_sync_send(pl->serve_fd, &env) == -1)
+	if (netd_answer_fd(pl->serve_fd, m->handle, status, buf, len) == -1)
 		log_warn("POSIX lock: replying to node %u", m->from);
 }
 

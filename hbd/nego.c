@@ -52,6 +52,7 @@
 #include "hbd.h"
 #include "ipc.h"
 #include "log.h"
+#include "netdanswer.h"
 #include "util.h"
 
 #define NETD_RETRY_MS	1000
@@ -219,39 +220,23 @@ region_by_key(struct hbd *h, uint32_t key)
 	return NULL;
 }
 
-static void
-answer(struct hbd *h, uint64_t handle, int32_t status)
-{
-	Envelope req = ENVELOPE__INIT;
-	Netd__NetReply nr = NETD__NET_REPLY__INIT;
-	char *what;
-
-	nr.handle = handle;
-	nr.status = status;
-	req.type = MSG_TYPE__MSG_NETD_REPLY;
-	req.payload_case = ENVELOPE__PAYLOAD_NET_REPLY;
-	req.net_reply = &nr;
-	xasprintf(&what, "answering message %llu", (unsigned long long)handle);
-	netd_request(h, &req, what);
-}
-
 /* o2hb_nego_timeout_handler and o2hb_nego_approve_handler. */
 static void
-on_message(struct hbd *h, const Netd__NetMessage *m)
+on_message(struct ipc_conn *c, const Netd__NetMessage *m)
 {
-	struct hb_region *r = region_by_key(h, m->key);
+	struct hb_region *r = region_by_key(ipc_conn_arg(c), m->key);
 	int node = hb_nego_sender(m->payload.data, m->payload.len);
 
 	if (r == NULL) {
 		log_warnx("%s from node %u for key 0x%08x: no such region here",
 		    type_name(m->type), m->from, m->key);
-		answer(h, m->handle, -ENOENT);
+		netd_answer(c, m->handle, -ENOENT, NULL, 0);
 		return;
 	}
 	if (node == -1) {
 		log_warnx("region %s: a malformed %s from node %u", r->name,
 		    type_name(m->type), m->from);
-		answer(h, m->handle, -EINVAL);
+		netd_answer(c, m->handle, -EINVAL, NULL, 0);
 		return;
 	}
 	if (m->type == HB_NEGO_TIMEOUT_MSG) {
@@ -263,7 +248,7 @@ on_message(struct hbd *h, const Netd__NetMessage *m)
 		    "timeout: every live node's write hangs", r->name, node);
 		region_arm_timeouts(r);
 	}
-	answer(h, m->handle, 0);
+	netd_answer(c, m->handle, 0, NULL, 0);
 }
 
 static void
@@ -271,7 +256,7 @@ netd_event(struct ipc_conn *c, const Envelope *ev)
 {
 	if (ev->type == MSG_TYPE__MSG_NETD_MESSAGE &&
 	    ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE)
-		on_message(ipc_conn_arg(c), ev->net_message);
+		on_message(c, ev->net_message);
 }
 
 /* Our handlers went with the connection: a hung write fences unasked. */

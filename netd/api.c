@@ -1,7 +1,8 @@
 /*
  * netd.sock: the local API. A client registers (type, key) handlers and
  * receives the messages other nodes send to them as MSG_NETD_MESSAGE
- * events, answering each with MSG_NETD_REPLY; it sends messages to one
+ * events, answering each with a one-way MSG_NETD_REPLY (we log one we
+ * cannot take, since nobody waits for our word on it); it sends messages to one
  * node (MSG_NETD_SEND) or to every node with a live link
  * (MSG_NETD_SEND_ALL) and gets the remote handler's status back as the
  * reply, as late as it comes, with any number in flight. Handlers,
@@ -225,7 +226,9 @@ handle_reply(struct ipc_conn *c, const Envelope *req)
 		    "answer from this connection", (unsigned long long)r->handle);
 		return;
 	}
+	/* The handler does not hear of it: answer the sender rather than leave it waiting. */
 	if (r->payload.len > NETD_MAX_PAYLOAD) {
+		rpc_answer(nd, ib, WIRE_SYS_OVERFLOW, 0, NULL, 0);
 		ipc_reply_status(c, req, EINVAL, "a %zu-byte reply is over the "
 		    "%u-byte limit", r->payload.len, NETD_MAX_PAYLOAD);
 		return;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ipc.h"
+#include "netdanswer.h"
 #include "../netd/netd.h"	/* the key file format is netd's (auth.c) */
 #include "o2ctl.h"
 #include "util.h"
@@ -209,8 +210,9 @@ simple_netd_call(struct o2ctl *ctl, int fd, Envelope *req)
 
 /*
  * net-echo: register a handler and answer every message with the
- * payload's checksum as status and the payload itself as reply; check
- * that each sender's stream arrives in order, without gaps or repeats.
+ * payload's checksum as status and the payload itself (or, with
+ * --reply-size N, N zero bytes) as reply; check that each sender's
+ * stream arrives in order, without gaps or repeats.
  */
 int
 cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
@@ -221,17 +223,18 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "no-reply", no_argument, NULL, 'N' },
 		{ "max-len", required_argument, NULL, 'm' },
+		{ "reply-size", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	Envelope req = ENVELOPE__INIT, *ev;
 	Netd__NetRegister reg = NETD__NET_REGISTER__INIT;
-	Netd__NetReply nr = NETD__NET_REPLY__INIT;
 	struct stream *streams = NULL;
 	size_t nstreams = 0, i;
-	uint64_t received = 0, disorder = 0, dups = 0, replies = 0, acks = 0;
-	unsigned long count = 0;
+	uint64_t received = 0, disorder = 0, dups = 0;
+	unsigned long count = 0, reply_size = 0;
 	uint32_t type = ECHO_TYPE, key = ECHO_KEY, maxlen = 0;
-	int ch, fd, no_reply = 0;
+	int ch, fd, no_reply = 0, fixed_size = 0;
+	uint8_t *zeros = NULL;
 	struct pollfd pfd;
 
 	optind = 0;
@@ -245,6 +248,11 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 				return EX_USAGE;
 			break;
 		case 'N': no_reply = 1; break;
+		case 'r':
+			if (parse_ulong(optarg, 10, IPC_FRAME_MAX / 2, &reply_size) == -1)
+				return EX_USAGE;
+			fixed_size = 1;
+			break;
 		default: return EX_USAGE;
 		}
 	}
@@ -262,6 +270,7 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		close(fd);
 		return EX_FAIL;
 	}
+	zeros = xcalloc(reply_size + 1, 1);
 	signal(SIGTERM, on_echo_signal);
 	signal(SIGINT, on_echo_signal);
 	printf("echoing type %u key 0x%08x\n", type, key);
@@ -274,12 +283,6 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		if (ipc_sync_recv(fd, &ev, -1) == -1) {
 			fprintf(stderr, "o2ctl: netd: %s\n", strerror(errno));
 			break;
-		}
-		if (ev->kind == KIND__KIND_REPLY) {
-			acks++;
-			if (ev->status != 0)
-				fprintf(stderr, "o2ctl: netd refused a reply: %s\n",
-				    ev->error);
 		}
 		if (ev->kind != KIND__KIND_EVENT ||
 		    ev->payload_case != ENVELOPE__PAYLOAD_NET_MESSAGE) {
@@ -310,31 +313,13 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 				disorder++;
 			streams[i].next = seq + 1;
 		}
-		if (!no_reply) {
-			nr.handle = m->handle;
-			nr.status = echo_status(m->payload.data, m->payload.len);
-			nr.payload = m->payload;
-			req = (Envelope)ENVELOPE__INIT;
-			req.type = MSG_TYPE__MSG_NETD_REPLY;
-			req.kind = KIND__KIND_REQUEST;
-			req.payload_case = ENVELOPE__PAYLOAD_NET_REPLY;
-			req.net_reply = &nr;
-			if (ipc_sync_send(fd, &req) == -1) {
-				envelope__free_unpacked(ev, NULL);
-				break;
-			}
-			replies++;
+		if (!no_reply && netd_answer_fd(fd, m->handle,
+		    echo_status(m->payload.data, m->payload.len),
+		    fixed_size ? zeros : m->payload.data,
+		    fixed_size ? reply_size : m->payload.len) == -1) {
+			envelope__free_unpacked(ev, NULL);
+			break;
 		}
-		envelope__free_unpacked(ev, NULL);
-	}
-	/*
-	 * Our last answers count only once netd has them: leaving with its
-	 * acknowledgements unread would reset the connection, and netd
-	 * would answer "handler gone" for whatever it had not read yet.
-	 */
-	while (acks < replies && ipc_sync_recv(fd, &ev, 2000) == 0) {
-		if (ev->kind == KIND__KIND_REPLY)
-			acks++;
 		envelope__free_unpacked(ev, NULL);
 	}
 	if (ctl->json)
@@ -347,6 +332,7 @@ cmd_net_echo(struct o2ctl *ctl, int argc, char **argv)
 		    (unsigned long long)disorder, (unsigned long long)dups);
 	fflush(stdout);
 	free(streams);
+	free(zeros);
 	close(fd);
 	return disorder == 0 && dups == 0 ? EX_OK : EX_FAIL;
 }

@@ -33,7 +33,7 @@ static const struct o2ctl_cmd commands[] = {
 	  "print hbd's node, region and fence events as they happen", cmd_hbwatch },
 	{ "writer", "WHAT CMD [ARGS]", "run CMD as a registered disk writer: fencing kills it", cmd_writer },
 	{ "net-status", "", "links to the other nodes, quorum (netd)", cmd_net_status },
-	{ "net-echo", "[--type T] [--key K] [--max-len N] [--count N] [--no-reply]",
+	{ "net-echo", "[--type T] [--key K] [--max-len N] [--count N] [--no-reply] [--reply-size N]",
 	  "answer messages of (T, K) with their checksum and bytes; check order", cmd_net_echo },
 	{ "net-send", "NODE|all [--type T] [--key K] [--size N|--sizes A-B] [--count N] "
 	  "[--window W] [--expect-errno E] [--no-echo-check]",

@@ -38,6 +38,15 @@ check "handler max_len exceeded is EOVERFLOW" bash -c "
 	sleep 0.3
 	'$O2CTL' --rundir '$(rundir 1)' net-send 2 --type 77 --size 101 --expect-errno 75; rc=\$?
 	kill \$p; exit \$rc"
+# Handlers answer one-way: netd logs a reply it refuses, and the sender
+# must hear of it rather than wait for an answer that cannot come.
+check "a handler's reply over the limit is EOVERFLOW to the sender" bash -c "
+	'$O2CTL' --rundir '$(rundir 2)' net-echo --type 78 --reply-size 8193 >/dev/null & p=\$!
+	sleep 0.3
+	timeout 10 '$O2CTL' --rundir '$(rundir 1)' net-send 2 --type 78 --expect-errno 75; rc=\$?
+	kill \$p; exit \$rc"
+check "netd logged the reply it refused" \
+    grep -q 'refused one-way message type 304 .*8193-byte reply' "$LOCALCLUSTER_DIR/node2/log/netd.log"
 
 echo "-- 10,000 messages in flight across all pairs"
 before=()

@@ -949,6 +949,42 @@ Test(ipc, slow_subscriber_dropped)
 	server_stop();
 }
 
+/*
+ * One-way requests are served but never answered, not even when
+ * refused (the server logs that), and the connection goes on.
+ */
+Test(ipc, one_way_requests_get_no_reply)
+{
+	struct req r;
+	int fd = cli(), sub = cli();
+
+	subscribe(sub, TOPIC_A);
+	req_item(&r, MSG_TYPE__MSG_NMD_MKDIR, "cluster/oneway");
+	r.env.kind = KIND__KIND_ONE_WAY;
+	cr_assert_eq(ipc_sync_send(fd, &r.env), 0);
+	req_plain(&r, MSG_TYPE__MSG_NMD_UNPIN);
+	r.env.kind = KIND__KIND_ONE_WAY;
+	cr_assert_eq(ipc_sync_send(fd, &r.env), 0);
+	/* Served: its event is out before the echo's reply. */
+	expect_event(sub, "cluster/oneway");
+	/* The first frame back is the echo's: neither one-way was answered. */
+	req_echo(&r, "after");
+	r.env.id = 5;
+	cr_assert_eq(ipc_sync_send(fd, &r.env), 0);
+	expect_echo(fd, 5, "after");
+	cr_assert_not_null(strstr(server_log(), "refused one-way message type"),
+	    "no refusal logged:\n%s", server_log());
+
+	/* A one-way with the wrong payload still closes its connection. */
+	req_item(&r, MSG_TYPE__MSG_NMD_SET_ATTR, "x");
+	r.env.kind = KIND__KIND_ONE_WAY;
+	cr_assert_eq(ipc_sync_send(fd, &r.env), 0);
+	expect_closed(fd);
+	close(sub);
+	ping_new_client();
+	server_stop();
+}
+
 /* The libevent client. */
 
 struct slot {
@@ -1114,6 +1150,44 @@ Test(ipc, async_client_matches_replies_and_fails_pending_on_close)
 	cr_assert_eq(cs.errno_after_close, ENOTCONN);
 
 	/* Let the reaper free the connection if it has not run yet. */
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	event_free(t);
+	event_base_free(base);
+}
+
+/* Without a callback, a request goes one-way: no reply comes to confuse the client. */
+Test(ipc, async_client_one_way_request)
+{
+	struct timeval ten_ms = { 0, 10000 };
+	struct event_base *base;
+	struct event *t;
+	struct ipc_conn *c;
+	struct slot sub_s, mark_s;
+	struct req r;
+
+	memset(&cs, 0, sizeof(cs));
+	base = event_base_new();
+	cr_assert_not_null(base);
+	t = event_new(base, -1, EV_PERSIST, tick, NULL);
+	event_add(t, &ten_ms);
+	c = ipc_connect(base, srv.path, on_event, on_close, &cs);
+	cr_assert_not_null(c, "ipc_connect: %s", strerror(errno));
+	sub_s = (struct slot){ .want = "" };
+	req_plain(&r, MSG_TYPE__MSG_SUBSCRIBE);
+	cr_assert_eq(ipc_request(c, &r.env, on_reply, &sub_s), 0);
+	req_item(&r, MSG_TYPE__MSG_NMD_MKDIR, "cluster/async");
+	cr_assert_eq(ipc_request(c, &r.env, NULL, NULL), 0);
+	cr_assert_eq(r.env.kind, KIND__KIND_ONE_WAY);
+	cr_assert_eq(r.env.id, 0);
+	mark_s = (struct slot){ .want = "marker" };
+	cr_assert_eq(ipc_request(c, req_echo(&r, "marker"), on_reply, &mark_s), 0);
+	RUN_UNTIL(base, mark_s.replies + mark_s.lost > 0 && cs.events > 0);
+	cr_assert(sub_s.replies == 1 && mark_s.replies == 1 && mark_s.bad == 0);
+	cr_assert_eq(cs.events, 1);
+	cr_assert_eq(cs.closed, 0);
+
+	server_stop();
+	RUN_UNTIL(base, cs.closed > 0);
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	event_free(t);
 	event_base_free(base);
