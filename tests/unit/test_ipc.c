@@ -1068,26 +1068,36 @@ all_answered(const struct slot *s, int n)
 	return 1;
 }
 
+/* A loop that wakes every 10 ms (RUN_UNTIL checks then) and a client of the server. */
+static struct ipc_conn *
+client_loop(struct event_base **basep, struct event **tickp)
+{
+	struct timeval ten_ms = { 0, 10000 };
+	struct ipc_conn *c;
+
+	memset(&cs, 0, sizeof(cs));
+	*basep = event_base_new();
+	cr_assert_not_null(*basep);
+	*tickp = event_new(*basep, -1, EV_PERSIST, tick, NULL);
+	event_add(*tickp, &ten_ms);
+	c = ipc_connect(*basep, srv.path, on_event, on_close, &cs);
+	cr_assert_not_null(c, "ipc_connect: %s", strerror(errno));
+	return c;
+}
+
 Test(ipc, async_client_matches_replies_and_fails_pending_on_close)
 {
 	static const char *vals[] = { "v0", "v1", "v2", "v3", "v4", "v5" };
 	static const char *kept_paths[] = { "k0", "k1", "k2", "k3" };
 	static const char *held_paths[] = { "h0", "h1", "h2" };
 	struct slot echo_s[6], kept_s[4], held_s[3], sub_s, trig_s, flush_s, mark_s;
-	struct timeval ten_ms = { 0, 10000 };
 	struct event_base *base;
 	struct event *t;
 	struct ipc_conn *c;
 	struct req r;
 	size_t i;
 
-	memset(&cs, 0, sizeof(cs));
-	base = event_base_new();
-	cr_assert_not_null(base);
-	t = event_new(base, -1, EV_PERSIST, tick, NULL);
-	event_add(t, &ten_ms);
-	c = ipc_connect(base, srv.path, on_event, on_close, &cs);
-	cr_assert_not_null(c, "ipc_connect: %s", strerror(errno));
+	c = client_loop(&base, &t);
 
 	/*
 	 * All in flight at once: a subscription, echoes, requests the server
@@ -1158,20 +1168,13 @@ Test(ipc, async_client_matches_replies_and_fails_pending_on_close)
 /* Without a callback, a request goes one-way: no reply comes to confuse the client. */
 Test(ipc, async_client_one_way_request)
 {
-	struct timeval ten_ms = { 0, 10000 };
 	struct event_base *base;
 	struct event *t;
 	struct ipc_conn *c;
 	struct slot sub_s, mark_s;
 	struct req r;
 
-	memset(&cs, 0, sizeof(cs));
-	base = event_base_new();
-	cr_assert_not_null(base);
-	t = event_new(base, -1, EV_PERSIST, tick, NULL);
-	event_add(t, &ten_ms);
-	c = ipc_connect(base, srv.path, on_event, on_close, &cs);
-	cr_assert_not_null(c, "ipc_connect: %s", strerror(errno));
+	c = client_loop(&base, &t);
 	sub_s = (struct slot){ .want = "" };
 	req_plain(&r, MSG_TYPE__MSG_SUBSCRIBE);
 	cr_assert_eq(ipc_request(c, &r.env, on_reply, &sub_s), 0);
