@@ -4,8 +4,10 @@
  * on node2, which answers it, and back; against the baseline of a raw
  * TCP ping-pong of the same 64 bytes between the same two addresses, in
  * the same run. Reports the median over rounds of each, their ratios,
- * with the two ends unpinned and pinned to different CPUs (the daemons
- * themselves are never pinned).
+ * with the two ends unpinned, pinned to different CPUs (the daemons
+ * unpinned), and "by node": each node's netd pinned with its end, node1's
+ * on one CPU and node2's on the other, as two one-CPU machines would run
+ * them (the raw TCP ends pinned the same way).
  *
  * It runs its own two-node local cluster (scripts/localcluster, found
  * above this binary) on a private directory and port, and takes it
@@ -295,6 +297,27 @@ find_top(void)
 	fatalx("no scripts/localcluster above %s", build);
 }
 
+/* Pin node's netd (by its pid file) to cpu, or let it run anywhere (-1). */
+static void
+pin_netd(int node, int cpu, const cpu_set_t *all)
+{
+	cpu_set_t set;
+	char *path;
+	FILE *f;
+	int pid = 0;
+
+	xasprintf(&path, "%s/node%d/pids/netd.pid", dir, node);
+	if ((f = fopen(path, "r")) == NULL || fscanf(f, "%d", &pid) != 1 || pid <= 0)
+		fatal("no pid in %s", path);
+	fclose(f);
+	free(path);
+	CPU_ZERO(&set);
+	if (cpu >= 0)
+		CPU_SET(cpu, &set);
+	if (sched_setaffinity(pid, sizeof(set), cpu >= 0 ? &set : all) == -1)
+		fatal("pinning node%d's netd", node);
+}
+
 /*
  * Rounds alternate between netd and the baseline, so that whatever else
  * the machine does weighs on both alike; the ratios are medians of the
@@ -367,10 +390,15 @@ main(void)
 	}
 	sched_getaffinity(0, sizeof(all), &all);
 	run("unpinned", -1, -1);
-	if (CPU_COUNT(&all) >= 2)
+	if (CPU_COUNT(&all) >= 2) {
 		run("pinned", 0, 1);
-	else
-		printf("pinned    skipped: one CPU\n");
+		pin_netd(1, 0, &all);
+		pin_netd(2, 1, &all);
+		run("by node", 0, 1);
+		pin_netd(1, -1, &all);
+		pin_netd(2, -1, &all);
+	} else
+		printf("pinned and by node skipped: one CPU\n");
 out:
 	lc("down");
 	snprintf(cmd, sizeof(cmd), "%s.log", dir);
