@@ -399,12 +399,6 @@ out:
 int
 tl_flush(struct fsd *fs)
 {
-	return tl_flush_slot(fs, fs->slot);
-}
-
-int
-tl_flush_slot(struct fsd *fs, int slot)
-{
 	struct ocfs2_truncate_log *tl;
 	struct ocfs2_truncate_rec *r;
 	struct fsd_handle h;
@@ -412,9 +406,9 @@ tl_flush_slot(struct fsd *fs, int slot)
 	unsigned used;
 	int rc, stop;
 
-	if (fs->journal == NULL || slot < 0)
+	if (fs->journal == NULL || fs->slot < 0)
 		return 0;
-	if ((rc = block_read(fs, fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0)
+	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0)
 		return rc;
 	used = LE16(((const struct ocfs2_dinode *)b->data)->id2.i_dealloc.tl_used);
 	block_put(fs, b);
@@ -431,7 +425,7 @@ tl_flush_slot(struct fsd *fs, int slot)
 		return rc;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
-	if ((rc = block_read(fs, fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0) {
+	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0) {
 		journal_stop(&h, 1);
 		return rc;
 	}
@@ -452,6 +446,52 @@ tl_flush_slot(struct fsd *fs, int slot)
 	block_put(fs, b);
 	stop = journal_stop(&h, rc != 0);
 	return rc ? rc : stop;
+}
+
+int
+tl_adopt_slot(struct fsd *fs, int slot)
+{
+	struct ocfs2_truncate_log *tl;
+	struct ocfs2_truncate_rec *r;
+	struct fsd_handle h;
+	struct fsd_buf *b;
+	unsigned used;
+	int rc, stop, full;
+
+	do {
+		full = 0;
+		if ((rc = journal_start(fs, &h)) != 0)
+			return rc;
+		if ((rc = block_read(fs, fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0) {
+			journal_stop(&h, 1);
+			return rc;
+		}
+		tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
+		rc = journal_access(&h, b);
+		/* from the last record backwards, as ocfs2_replay_truncate_records */
+		while (rc == 0 && (used = LE16(tl->tl_used)) > 0) {
+			r = &tl->tl_recs[used - 1];
+			if (LE32(r->t_start) != 0 && LE32(r->t_clusters) != 0 &&
+			    (rc = tl_append(&h, LE32(r->t_start), LE32(r->t_clusters))) == -EAGAIN) {
+				rc = 0;		/* ours is full: keep what moved, flush, go on */
+				full = 1;
+				break;
+			}
+			if (rc == 0) {
+				memset(r, 0, sizeof(*r));
+				tl->tl_used = htole16(used - 1);
+			}
+		}
+		if (rc == 0)
+			journal_dirty(&h, b);
+		block_put(fs, b);
+		stop = journal_stop(&h, rc != 0);
+		if (rc == 0)
+			rc = stop;
+		if (rc == 0 && full)
+			rc = tl_flush(fs);
+	} while (rc == 0 && full);
+	return rc;
 }
 
 /*

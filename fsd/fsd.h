@@ -592,8 +592,12 @@ int	 suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_
 int	 tl_room(struct fsd *fs);
 int	 tl_append(struct fsd_handle *h, uint32_t start, unsigned count);
 int	 tl_flush(struct fsd *fs);
-/* Free what slot's truncate log holds (ours, or a dead node's in recovery). */
-int	 tl_flush_slot(struct fsd *fs, int slot);
+/*
+ * Move a dead slot's truncate log into ours in recovery (as the kernel's
+ * recovery does): no checkpoint while SUPER is held; our next flush
+ * frees the clusters.
+ */
+int	 tl_adopt_slot(struct fsd *fs, int slot);
 /* Out of space: wait for orphan deletions under way or due, flush the
  * truncate log; 1 if a retry may find space. */
 int	 fsd_reclaim(struct fsd *fs);

@@ -78,8 +78,8 @@ slot_replay(struct fsd *fs, int slot, unsigned lkf, unsigned *replayed)
 }
 
 /*
- * After the replay: give back the slot's local alloc window and truncate
- * log, free the slot and let its journal lock go. These take their locks
+ * After the replay: give back the slot's local alloc window, take its
+ * truncate log into ours, free the slot and let its journal lock go. These take their locks
  * as any change does. A freed slot may be claimed at once by a mounting
  * node, which must find its window and log empty.
  */
@@ -88,7 +88,7 @@ slot_finish(struct fsd *fs, int slot, unsigned replayed)
 {
 	int rc;
 
-	if ((rc = la_release_slot(fs, slot)) != 0 || (rc = tl_flush_slot(fs, slot)) != 0 ||
+	if ((rc = la_release_slot(fs, slot)) != 0 || (rc = tl_adopt_slot(fs, slot)) != 0 ||
 	    (rc = journal_commit(fs)) != 0 || (rc = slot_free(fs, slot)) != 0)
 		log_warnx("recovering slot %d: %s", slot, strerror(-rc));
 	else {
