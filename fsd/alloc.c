@@ -396,11 +396,43 @@ out:
 	return rc;
 }
 
-int
-tl_flush(struct fsd *fs)
+/*
+ * Hand slot's truncate log records to take inside h, the last first (as
+ * ocfs2_replay_truncate_records), clearing each one taken. Stops at the
+ * first error and returns it; what was taken before stays taken.
+ */
+static int
+tl_drain(struct fsd_handle *h, int slot, int (*take)(struct fsd_handle *, uint32_t, unsigned))
 {
 	struct ocfs2_truncate_log *tl;
 	struct ocfs2_truncate_rec *r;
+	struct fsd_buf *b;
+	unsigned used;
+	int rc, taken = 0;
+
+	if ((rc = block_read(h->fs, h->fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0)
+		return rc;
+	tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
+	rc = journal_access(h, b);
+	while (rc == 0 && (used = LE16(tl->tl_used)) > 0) {
+		r = &tl->tl_recs[used - 1];
+		if (LE32(r->t_start) != 0 && LE32(r->t_clusters) != 0)
+			rc = take(h, LE32(r->t_start), LE32(r->t_clusters));
+		if (rc == 0) {
+			memset(r, 0, sizeof(*r));
+			tl->tl_used = htole16(used - 1);
+			taken = 1;
+		}
+	}
+	if (taken)
+		journal_dirty(h, b);
+	block_put(h->fs, b);
+	return rc;
+}
+
+int
+tl_flush(struct fsd *fs)
+{
 	struct fsd_handle h;
 	struct fsd_buf *b;
 	unsigned used;
@@ -425,25 +457,7 @@ tl_flush(struct fsd *fs)
 		return rc;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
-	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0) {
-		journal_stop(&h, 1);
-		return rc;
-	}
-	tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
-	rc = journal_access(&h, b);
-	/* From the last record backwards, as ocfs2_replay_truncate_records. */
-	while (rc == 0 && (used = LE16(tl->tl_used)) > 0) {
-		r = &tl->tl_recs[used - 1];
-		if (LE32(r->t_start) != 0 && LE32(r->t_clusters) != 0)
-			rc = free_clusters(&h, LE32(r->t_start), LE32(r->t_clusters));
-		if (rc == 0) {
-			memset(r, 0, sizeof(*r));
-			tl->tl_used = htole16(used - 1);
-		}
-	}
-	if (rc == 0)
-		journal_dirty(&h, b);
-	block_put(fs, b);
+	rc = tl_drain(&h, fs->slot, free_clusters);
 	stop = journal_stop(&h, rc != 0);
 	return rc ? rc : stop;
 }
@@ -451,40 +465,16 @@ tl_flush(struct fsd *fs)
 int
 tl_adopt_slot(struct fsd *fs, int slot)
 {
-	struct ocfs2_truncate_log *tl;
-	struct ocfs2_truncate_rec *r;
 	struct fsd_handle h;
-	struct fsd_buf *b;
-	unsigned used;
 	int rc, stop, full;
 
 	do {
-		full = 0;
 		if ((rc = journal_start(fs, &h)) != 0)
 			return rc;
-		if ((rc = block_read(fs, fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0) {
-			journal_stop(&h, 1);
-			return rc;
-		}
-		tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
-		rc = journal_access(&h, b);
-		/* from the last record backwards, as ocfs2_replay_truncate_records */
-		while (rc == 0 && (used = LE16(tl->tl_used)) > 0) {
-			r = &tl->tl_recs[used - 1];
-			if (LE32(r->t_start) != 0 && LE32(r->t_clusters) != 0 &&
-			    (rc = tl_append(&h, LE32(r->t_start), LE32(r->t_clusters))) == -EAGAIN) {
-				rc = 0;		/* ours is full: keep what moved, flush, go on */
-				full = 1;
-				break;
-			}
-			if (rc == 0) {
-				memset(r, 0, sizeof(*r));
-				tl->tl_used = htole16(used - 1);
-			}
-		}
-		if (rc == 0)
-			journal_dirty(&h, b);
-		block_put(fs, b);
+		rc = tl_drain(&h, slot, tl_append);
+		/* ours is full: keep what moved, flush ours, go on */
+		if ((full = rc == -EAGAIN))
+			rc = 0;
 		stop = journal_stop(&h, rc != 0);
 		if (rc == 0)
 			rc = stop;
