@@ -204,10 +204,19 @@ orphan_wipe(struct fsd *fs, uint64_t blkno)
 	return rc;
 }
 
+/*
+ * Expected deletions are hints for a write out of space. One that another
+ * node does instead (the file was open there) leaves its hint here until
+ * such a wait gives up on it, so past this many they are all dropped.
+ */
+#define EXPECTED_MAX	1024
+
 void
 orphan_expect(struct fsd *fs, uint64_t blkno)
 {
 	pthread_mutex_lock(&fs->wipe_mtx);
+	if (fs->nexpected == EXPECTED_MAX)
+		fs->nexpected = 0;
 	if (fs->nexpected == fs->cexpected) {
 		fs->cexpected = fs->cexpected ? 2 * fs->cexpected : 16;
 		fs->expected = xrealloc(fs->expected, fs->cexpected * sizeof(*fs->expected));
