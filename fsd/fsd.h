@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "ocfs2_disk.h"
 #include "volume.h"
@@ -141,6 +142,19 @@ struct fsd_journal;
 struct fsd_glue;
 struct fsd_stack;
 struct fsd_handle;
+
+/* ms from now on clock clk, for pthread_cond_timedwait. */
+static inline void
+fsd_deadline(clockid_t clk, unsigned ms, struct timespec *ts)
+{
+	clock_gettime(clk, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
 
 /* When reads update atime (mount options; main.c sets them after the mount). */
 enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };

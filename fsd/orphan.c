@@ -239,13 +239,7 @@ orphan_wait_deletes(struct fsd *fs, unsigned ms)
 	struct timespec until;
 	int waited = 0;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	fsd_deadline(CLOCK_REALTIME, ms, &until);
 	pthread_mutex_lock(&fs->wipe_mtx);
 	while (fs->wipes > 0 || fs->nexpected > 0) {
 		waited = 1;

@@ -99,13 +99,7 @@ orphan_scan_loop(void *arg)
 	pthread_mutex_lock(&g->os_mtx);
 	while (!g->os_stop) {
 		ms = g->os_interval_ms + (unsigned)random() % (jitter + 1);
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += ms / 1000;
-		ts.tv_nsec += (long)(ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		fsd_deadline(CLOCK_MONOTONIC, ms, &ts);
 		while (!g->os_stop && pthread_cond_timedwait(&g->os_cv, &g->os_mtx, &ts) != ETIMEDOUT)
 			;
 		if (g->os_stop)

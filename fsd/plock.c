@@ -488,10 +488,7 @@ wait_release(struct fsd_plocks *pl, unsigned ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += (long)ms * 1000000;
-	ts.tv_sec += ts.tv_nsec / 1000000000;
-	ts.tv_nsec %= 1000000000;
+	fsd_deadline(CLOCK_REALTIME, ms, &ts);
 	pthread_mutex_lock(&pl->mtx);
 	pthread_cond_timedwait(&pl->released, &pl->mtx, &ts);
 	pthread_mutex_unlock(&pl->mtx);

@@ -231,13 +231,7 @@ commit_loop(void *arg)
 
 	pthread_mutex_lock(&fs->commit_mtx);
 	while (!fs->commit_stop) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += fs->commit_ms / 1000;
-		ts.tv_nsec += (long)(fs->commit_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		fsd_deadline(CLOCK_REALTIME, fs->commit_ms, &ts);
 		pthread_cond_timedwait(&fs->commit_cv, &fs->commit_mtx, &ts);
 		if (fs->commit_stop)
 			break;
