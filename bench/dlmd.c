@@ -71,7 +71,7 @@ client_open(struct client *cl, const char *rundir, const char *name, int cpu)
 	cl->name = name;
 	if ((cl->c = dlmc_open(rundir, &cb, cl)) == NULL)
 		fatal("connect to %s/dlmd.sock", rundir);
-	if (dlmc_join(cl->c, DOMAIN, NULL) == -1)
+	if (dlmc_join(cl->c, DOMAIN, 0, NULL) == -1)
 		fatalx("join: %s", dlmc_error(cl->c));
 }
 

@@ -33,6 +33,8 @@ pio(struct volume *v, int write, uint64_t off, size_t len, void *buf)
 	ssize_t n;
 	size_t done = 0;
 
+	if (v->io_gate != NULL && v->io_gate(v->io_gate_arg, write) == -1)
+		return -1;
 	while (done < len) {
 		n = write ? pwrite(v->fd, (char *)buf + done, len - done, (off_t)(off + done)) :
 		    pread(v->fd, (char *)buf + done, len - done, (off_t)(off + done));

@@ -26,6 +26,9 @@ struct volume {
 	char		 cluster_name[17];
 	uint64_t	 root_blkno;
 	uint64_t	 system_dir_blkno;
+	/* Asked before every transfer when set: -1 with errno refuses it. */
+	int		(*io_gate)(void *arg, int write);
+	void		*io_gate_arg;
 };
 
 /*

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "dlmd.h"
 #include "ipc.h"
 #include "log.h"
@@ -254,6 +256,34 @@ handle_dump(struct ipc_conn *c, const Envelope *req)
 	free(dump.resources);
 }
 
+/*
+ * A filesystem that dies holding locks may have changed what they guard
+ * in its journal only: handing them on before another node replays that
+ * journal would let it read stale blocks. We go as a node's lock manager
+ * dies: hbd, which guards our locks, restarts the heartbeat, and the
+ * others recover the node, journal first.
+ */
+static int
+died_holding_disk_locks(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c)
+{
+	struct dlm_member *mb;
+
+	LIST_FOREACH(mb, &cl->members, client_entry) {
+		if (!mb->guards_disk || mb->releasing || TAILQ_EMPTY(&mb->locks) ||
+		    mb->dom->state == DS_GONE)
+			continue;
+		log_warnx("domain %s: pid %d went away holding locks that guard its "
+		    "journal; ending this node's incarnation (dlmd exits%s) so that "
+		    "another node replays that journal before anyone gets them",
+		    mb->dom->name, (int)ipc_conn_pid(c), dd->guarded ? ", hbd restarts "
+		    "the heartbeat" : "; hbd is away and cannot restart the heartbeat");
+		dd->exit_status = DLMD_EXIT_CLIENT_DIED;
+		event_base_loopbreak(dd->base);
+		return 1;
+	}
+	return 0;
+}
+
 /* A client gone: as if it left each of its domains. */
 static void
 client_closed(struct ipc_conn *c)
@@ -261,7 +291,7 @@ client_closed(struct ipc_conn *c)
 	struct dlm_client *cl = ipc_conn_data(c);
 	struct dlm_member *mb;
 
-	if (cl == NULL)
+	if (cl == NULL || died_holding_disk_locks(ipc_conn_arg(c), cl, c))
 		return;
 	while ((mb = LIST_FIRST(&cl->members)) != NULL) {
 		LIST_REMOVE(mb, client_entry);

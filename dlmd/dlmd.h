@@ -110,6 +110,7 @@ struct dlm_member {
 	struct dlm_client	*client;
 	unsigned		 refs;
 	int			 releasing;	/* client gone or leaving: locks go */
+	int			 guards_disk;	/* a filesystem's: never released on its death */
 	TAILQ_HEAD(, dlm_lock)	 locks;
 	struct ipc_conn		*join_conn;	/* join reply pending */
 	Envelope		*join_req;
@@ -213,6 +214,10 @@ struct dlm_dirent {
 /* Fenced while in a domain: its locks are void, a restart must wait for
  * the admin's clear-fence (the unit does not restart on this status). */
 #define DLMD_EXIT_FENCED	3
+/* A client died holding locks that guard its journal (a filesystem): the
+ * node's incarnation ends with us, so that the others recover them; the
+ * unit restarts us. */
+#define DLMD_EXIT_CLIENT_DIED	4
 
 enum domain_state { DS_REGISTERING, DS_JOINING, DS_JOINED, DS_LEAVING, DS_GONE };
 

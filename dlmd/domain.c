@@ -569,6 +569,8 @@ domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
 	}
 	mb = member_get(d, cl);
 	mb->refs++;
+	if (req->domain->guards_disk)
+		mb->guards_disk = 1;
 	if (d->state == DS_JOINED) {
 		mb->join_conn = c;
 		mb->join_req = xcalloc(1, sizeof(*mb->join_req));
@@ -673,8 +675,9 @@ leave_done(struct dlm_domain *d)
 	log_info("domain %s: left", d->name);
 	wire_domain_register(d, 0);
 	d->state = DS_GONE;
-	domain_free(d);
+	/* before the leaver hears it is out: it may stop its heartbeat next */
 	hbd_guard_update(dd);
+	domain_free(d);
 }
 
 static void

@@ -115,6 +115,11 @@ on_subscribed(const Envelope *rep, void *arg)
 	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS)
 		return;
 	st = rep->hb_status;
+	if (st->fenced) {
+		log_warnx("hbd says this node is fenced: %s", st->fence_reason);
+		fenced(dd);
+		return;
+	}
 	dd->regions_unsteady = 0;
 	for (i = 0; i < CC_MAX_REGIONS; i++) {
 		free(dd->regions[i]);

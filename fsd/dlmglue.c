@@ -1106,7 +1106,7 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 		free(g);
 		return -1;
 	}
-	if (dlmc_join(g->dc, domain, &info) == -1) {
+	if (dlmc_join(g->dc, domain, DLMC_JOIN_GUARDS_DISK, &info) == -1) {
 		snprintf(err, errlen, "joining lock domain %s: %s", domain,
 		    errno == ECONNRESET ? "dlmd went away" : dlmc_error(g->dc));
 		dlmc_close(g->dc);

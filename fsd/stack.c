@@ -4,7 +4,8 @@
  * region (acquired through nmd on a connection that lives as long as the
  * mount, so the region goes when fsd goes), and netd links every node
  * that heartbeats. fsd then registers with hbd as a disk writer: if this
- * node is fenced, hbd kills fsd before anything more reaches the disk.
+ * node is fenced, hbd kills fsd before anything more reaches the disk,
+ * and every disk transfer is under hbd's lease (lease.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,8 +24,9 @@
 #define LINK_WAIT_MS		60000	/* as o2cb's wait for connections at mount */
 
 struct fsd_stack {
-	int	nmd_fd;		/* holds our reference to the heartbeat region */
-	int	writer_fd;	/* our registration as a disk writer */
+	struct fsd		*fs;
+	int			 nmd_fd;	/* holds our reference to the heartbeat region */
+	struct fsd_lease	*lease;		/* our registration as a disk writer */
 };
 
 
@@ -175,22 +177,6 @@ links_state(int netd, unsigned *node, char *missing, size_t mlen, char *err, siz
 	return ok;
 }
 
-static int
-register_writer(int hbd, char *err, size_t errlen)
-{
-	Envelope req = ENVELOPE__INIT, *rep;
-	Hbd__RegisterWriter rw = HBD__REGISTER_WRITER__INIT;
-
-	rw.what = (char *)"fsd";
-	req.type = MSG_TYPE__MSG_HBD_REGISTER_WRITER;
-	req.payload_case = ENVELOPE__PAYLOAD_REGISTER_WRITER;
-	req.register_writer = &rw;
-	if ((rep = call(hbd, "hbd", &req, ENVELOPE__PAYLOAD__NOT_SET, err, errlen)) == NULL)
-		return -1;
-	envelope__free_unpacked(rep, NULL);
-	return 0;
-}
-
 struct fsd_stack *
 stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_stack_info *si,
     char *err, size_t errlen)
@@ -201,7 +187,8 @@ stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_st
 	uint64_t deadline;
 	int hbd = -1, netd = -1, s;
 
-	st->nmd_fd = st->writer_fd = -1;
+	st->fs = fs;
+	st->nmd_fd = -1;
 	if ((st->nmd_fd = connect_daemon(rundir, "nmd", err, errlen)) == -1 ||
 	    check_cluster(fs, st->nmd_fd, err, errlen) == -1 ||
 	    (hbd = connect_daemon(rundir, "hbd", err, errlen)) == -1 ||
@@ -232,8 +219,7 @@ stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_st
 	}
 	if (s == -1)
 		goto fail;
-	if ((st->writer_fd = connect_daemon(rundir, "hbd", err, errlen)) == -1 ||
-	    register_writer(st->writer_fd, err, errlen) == -1)
+	if ((st->lease = lease_start(fs, rundir, err, errlen)) == NULL)
 		goto fail;
 	close(hbd);
 	close(netd);
@@ -253,8 +239,8 @@ stack_detach(struct fsd_stack *st)
 {
 	if (st == NULL)
 		return;
-	if (st->writer_fd != -1)
-		close(st->writer_fd);
+	/* before the region reference: hbd must see us leave, not the region go under us */
+	lease_stop(st->fs, st->lease);
 	/* closing the connection drops our reference: the region stops if it was the last */
 	if (st->nmd_fd != -1)
 		close(st->nmd_fd);

@@ -308,6 +308,7 @@ fill_status(struct hbd *h, Hbd__HbStatus *st)
 		hbd__writer__init(hw);
 		hw->pid = w->pid;
 		hw->what = w->what;
+		hw->region = w->region;
 		st->writers[st->n_writers++] = hw;
 	}
 }
@@ -405,10 +406,68 @@ handle_register_writer(struct ipc_conn *c, const Envelope *req)
 	w->pid = pid;
 	w->pidfd = pidfd;
 	w->what = xstrdup(req->register_writer->what);
+	w->region = xstrdup(req->register_writer->region);
 	LIST_INSERT_HEAD(&h->writers, w, entry);
 	cl->writer = w;
-	log_info("disk writer pid %d registered (%s)", (int)pid, w->what);
+	log_info("disk writer pid %d registered (%s%s%s)", (int)pid, w->what,
+	    w->region[0] ? ", region " : "", w->region);
 	ipc_reply_status(c, req, 0, NULL);
+}
+
+static void
+writer_free(struct hb_writer *w)
+{
+	LIST_REMOVE(w, entry);
+	close(w->pidfd);
+	free(w->what);
+	free(w->region);
+	free(w);
+}
+
+/* An orderly goodbye (an unmount): answered once the writer is off the list. */
+static void
+handle_unregister_writer(struct ipc_conn *c, const Envelope *req)
+{
+	struct hb_client *cl = client_of(c);
+
+	if (cl->writer == NULL) {
+		ipc_reply_status(c, req, ENOENT, "pid %d is not registered",
+		    (int)ipc_conn_pid(c));
+		return;
+	}
+	log_info("disk writer pid %d (%s) unregistered", (int)cl->writer->pid,
+	    cl->writer->what);
+	writer_free(cl->writer);
+	cl->writer = NULL;
+	ipc_reply_status(c, req, 0, NULL);
+}
+
+/*
+ * Who depends on region: its disk writers (and those of every region),
+ * and the lock managers holding cluster locks. 0 when nobody; else who,
+ * in words.
+ */
+int
+api_region_users(struct hbd *h, const char *region, char *who, size_t len)
+{
+	struct hb_client *cl;
+	size_t n = 0;
+	int users = 0;
+
+	who[0] = '\0';
+	TAILQ_FOREACH(cl, &h->api->clients, entry) {
+		if (cl->writer != NULL && (cl->writer->region[0] == '\0' ||
+		    strcmp(cl->writer->region, region) == 0)) {
+			n += (size_t)snprintf(who + n, n < len ? len - n : 0, "%s%s pid %d "
+			    "writes", users++ ? ", " : "", cl->writer->what, (int)cl->writer->pid);
+		}
+		if (cl->guard != NULL) {
+			n += (size_t)snprintf(who + n, n < len ? len - n : 0, "%s%s pid %d "
+			    "holds cluster locks", users++ ? ", " : "", cl->guard,
+			    (int)ipc_conn_pid(cl->conn));
+		}
+	}
+	return users;
 }
 
 static void
@@ -491,10 +550,7 @@ client_closed(struct ipc_conn *c)
 	if (cl->writer != NULL) {
 		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid,
 		    cl->writer->what);
-		LIST_REMOVE(cl->writer, entry);
-		close(cl->writer->pidfd);
-		free(cl->writer->what);
-		free(cl->writer);
+		writer_free(cl->writer);
 	}
 	if (cl->awaiting != 0 && h->api->unacked > 0 && --h->api->unacked == 0) {
 		evtimer_del(h->api->ack_timer);
@@ -508,6 +564,7 @@ static const struct ipc_handler hbd_handlers[] = {
 	{ MSG_TYPE__MSG_HBD_SUBSCRIBE, ENVELOPE__PAYLOAD_HB_SUBSCRIBE, handle_subscribe },
 	{ MSG_TYPE__MSG_HBD_EVENT_ACK, ENVELOPE__PAYLOAD_HB_ACK, handle_ack },
 	{ MSG_TYPE__MSG_HBD_REGISTER_WRITER, ENVELOPE__PAYLOAD_REGISTER_WRITER, handle_register_writer },
+	{ MSG_TYPE__MSG_HBD_UNREGISTER_WRITER, ENVELOPE__PAYLOAD__NOT_SET, handle_unregister_writer },
 	{ MSG_TYPE__MSG_HBD_GUARD, ENVELOPE__PAYLOAD_HB_GUARD, handle_guard },
 	{ MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD__NOT_SET, handle_status },
 	{ MSG_TYPE__MSG_HBD_CLEAR_FENCE, ENVELOPE__PAYLOAD__NOT_SET, handle_clear_fence },

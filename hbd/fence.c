@@ -152,6 +152,8 @@ fence(struct hbd *h, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(h->fence_reason, sizeof(h->fence_reason), fmt, ap);
 	va_end(ap);
+	/* Before anything that may block: the writers stop at their next I/O. */
+	lease_revoke_all();
 	log_err("*** FENCING this node (method %s): %s", method, h->fence_reason);
 	fence_persist(h);
 	switch (h->fence_method) {
@@ -198,6 +200,26 @@ fence_reincarnate(struct hbd *h, const char *why)
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if (r->state != RS_STOPPING && r->state != RS_FAILED)
 			region_new_generation(r);
+}
+
+/*
+ * A region is about to stop for some other reason than fencing (its nmd
+ * item went, its device failed) while writers or lock holders depend on
+ * it. Stopping it would make us see every node it shows alive go down,
+ * and recover their locks and journals while they run: our own loss of
+ * sight is never their death. We are the ones who can no longer prove
+ * we are alive, so we fence. Returns 1 when it fenced.
+ */
+int
+fence_if_in_use(struct hbd *h, struct hb_region *r, const char *why)
+{
+	char who[256];
+
+	if (h->fenced || !member_region_needed(h, r) ||
+	    !api_region_users(h, r->name, who, sizeof(who)))
+		return 0;
+	fence(h, "region %s must stop (%s) while %s", r->name, why, who);
+	return 1;
 }
 
 /*

@@ -136,6 +136,7 @@ struct hb_io {
 	unsigned	 nslots;	/* read slots 0..nslots-1 */
 	int		 rerr, werr;	/* errno of the last job, 0 ok */
 	uint64_t	 write_us;
+	uint64_t	 issued_us, done_us;	/* CLOCK_BOOTTIME, of the last write */
 	atomic_int	 no_writes;	/* fenced: the thread must not write again */
 };
 
@@ -169,6 +170,10 @@ struct hb_region {
 	int			 stop_clean;	/* stopping: write the clean-stop block */
 	int			 zombie;	/* its thread is busy: clean up when idle */
 	int			 unlinked;	/* off the list: free it then */
+	int			 resuming;	/* restored from the lease file: first iteration */
+	int			 resumed;	/* taken over from an earlier hbd */
+	unsigned		 lease_idx;	/* its entry in the lease file */
+	uint64_t		 lease_gap_ms;	/* why lease_renew refused */
 	struct event		*tick_ev;
 	struct event		*timeout_ev;
 	struct event		*nego_ev;
@@ -181,6 +186,9 @@ struct hb_region {
 
 struct hb_region *region_start(struct hbd *, const char *name, const char *dev,
 	    unsigned block_bytes, uint64_t start_block, unsigned blocks);
+struct hblease_region;
+struct hb_region *region_resume(struct hbd *, const struct hblease_region *, unsigned idx);
+void	region_restore_live(struct hb_region *, unsigned node, uint64_t gen);
 void	region_stop(struct hb_region *, int clean);
 void	region_new_generation(struct hb_region *);
 void	region_forget(struct hb_region *);	/* a failed one */
@@ -194,6 +202,17 @@ void	region_free_status(Hbd__RegionStatus *);
 void	member_slot(struct hbd *, struct hb_region *, unsigned node, int live,
 	    const struct hb_verdict *, uint64_t time_ms);
 void	member_recheck_all(struct hbd *, struct hb_region *why);
+int	member_region_needed(struct hbd *, struct hb_region *);
+
+/* lease.c: the writers' lease and what a restarted hbd resumes from. */
+void	lease_open(struct hbd *);
+void	lease_restore(struct hbd *);
+void	lease_region_add(struct hb_region *);
+int	lease_renew(struct hb_region *, uint64_t issued_us, uint64_t done_us);
+uint64_t lease_left_us(const struct hb_region *);
+void	lease_set_live(struct hb_region *, unsigned node, uint64_t gen);
+void	lease_region_drop(struct hb_region *);
+void	lease_revoke_all(void);
 
 /* nmdlink.c: our client connection to nmd. */
 void	nmd_link_start(struct hbd *);
@@ -237,6 +256,7 @@ int	fence_clear(struct hbd *);
 void	fence_restore(struct hbd *);
 void	fence_writer_gone(struct hbd *, pid_t);
 void	fence_reincarnate(struct hbd *, const char *why);
+int	fence_if_in_use(struct hbd *, struct hb_region *, const char *why);
 
 /* api.c: hbd.sock. */
 void	api_start(struct hbd *);
@@ -247,12 +267,14 @@ void	api_region_event(struct hbd *, Hbd__RegionEventKind, const char *region,
 	    const char *reason);
 void	api_fenced_event(struct hbd *, const char *reason, const char *method);
 void	api_unfenced_event(struct hbd *, const char *reason);
+int	api_region_users(struct hbd *, const char *region, char *who, size_t len);
 
 struct hb_writer {
 	LIST_ENTRY(hb_writer)	 entry;
 	pid_t			 pid;
 	int			 pidfd;
 	char			*what;
+	char			*region;	/* "": every region */
 };
 
 struct hbd {

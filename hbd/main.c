@@ -72,6 +72,32 @@ stop_deadline(evutil_socket_t fd, short ev, void *arg)
 	event_base_loopbreak(((struct hbd *)arg)->base);
 }
 
+/*
+ * Stopping under a mount: leaving cleanly would tell the others we left
+ * while our writers still write, and dropping their lease would fail a
+ * mounted filesystem for a mere restart. So we exit as a crash does: a
+ * hbd started again in time resumes every region, and otherwise the
+ * writers' lease runs out before the others can declare us dead.
+ */
+static int
+regions_in_use(struct hbd *h)
+{
+	struct hb_region *r;
+	char who[256];
+
+	TAILQ_FOREACH(r, &h->regions, entry) {
+		if (r->state == RS_FAILED || r->state == RS_STOPPING ||
+		    !api_region_users(h, r->name, who, sizeof(who)))
+			continue;
+		log_warnx("stopping while %s under region %s: exiting with every region "
+		    "running; a hbd started within %llu ms goes on with them, else the "
+		    "writers' lease runs out", who, r->name,
+		    (unsigned long long)(lease_left_us(r) / 1000));
+		return 1;
+	}
+	return 0;
+}
+
 /* Leave every region cleanly, so that peers see us go at once. */
 static void
 on_stop(evutil_socket_t sig, short ev, void *arg)
@@ -86,8 +112,12 @@ on_stop(evutil_socket_t sig, short ev, void *arg)
 	if (h->stopping)
 		return;
 	h->stopping = 1;
-	log_info("signal %d: leaving every region", (int)sig);
 	notify_stopping();
+	if (regions_in_use(h)) {
+		event_base_loopbreak(h->base);
+		return;
+	}
+	log_info("signal %d: leaving every region", (int)sig);
 	for (r = TAILQ_FIRST(&h->regions); r != NULL; r = next) {
 		next = TAILQ_NEXT(r, entry);
 		if (r->state != RS_STOPPING)
@@ -149,6 +179,8 @@ main(int argc, char *argv[])
 	signal(SIGHUP, SIG_IGN);
 	fence_restore(&h);
 	api_start(&h);
+	lease_open(&h);
+	lease_restore(&h);
 	nmd_link_start(&h);
 	nego_start(&h);
 

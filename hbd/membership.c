@@ -39,6 +39,7 @@ member_slot(struct hbd *h, struct hb_region *r, unsigned node, int live,
 	enum hb_transition t;
 	char reason[64];
 
+	lease_set_live(r, node, live ? v->generation : 0);
 	t = hb_member_slot(&h->members, node, live, region_nrunning(h), h->global);
 	if (t == HB_SAME) {
 		log_debug("node %u %s region %s (%s); still %s elsewhere", node,
@@ -69,4 +70,23 @@ member_recheck_all(struct hbd *h, struct hb_region *r)
 		member_changed(h, node, t, r != NULL ? r->name : "", reason,
 		    h->member_gen[node], wall_ms(), 0);
 	}
+}
+
+/*
+ * Whether stopping region r would take a live node out of the
+ * membership: then this node loses sight of it, though it lives.
+ */
+int
+member_region_needed(struct hbd *h, struct hb_region *r)
+{
+	unsigned node, n = region_nrunning(h);
+
+	for (node = 0; node < HB_MAX_NODES; node++) {
+		if (node == h->local_node || !r->slots[node].live || !h->members.up[node])
+			continue;
+		if (!hb_member_rule(h->members.live_in[node] - 1, n > 0 ? n - 1 : 0,
+		    h->global))
+			return 1;
+	}
+	return 0;
 }

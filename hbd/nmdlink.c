@@ -178,6 +178,12 @@ reconcile_regions(struct hbd *h, const Nmd__Config *cfg)
 	const Nmd__Region *cr;
 	size_t i;
 
+	TAILQ_FOREACH(r, &h->regions, entry) {
+		cr = cfg_region(cfg, r->name);
+		if ((cr == NULL || cr->dev[0] == '\0') && r->state != RS_FAILED &&
+		    r->state != RS_STOPPING && fence_if_in_use(h, r, "its nmd item is gone"))
+			return;
+	}
 	for (r = TAILQ_FIRST(&h->regions); r != NULL; r = next) {
 		next = TAILQ_NEXT(r, entry);
 		cr = cfg_region(cfg, r->name);

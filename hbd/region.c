@@ -32,6 +32,7 @@
 #include <event2/event.h>
 
 #include "hbd.h"
+#include "hblease.h"
 #include "log.h"
 #include "util.h"
 
@@ -73,7 +74,7 @@ io_thread(void *arg)
 	struct hb_region *r = arg;
 	struct hb_io *io = &r->io;
 	enum hb_io_job job;
-	uint64_t t0;
+	uint64_t t0, issued;
 	int rerr, werr;
 	char one = 1;
 
@@ -95,6 +96,7 @@ io_thread(void *arg)
 			rerr = xfer(r->fd, 0, r->rbuf, (size_t)io->nslots * r->block_bytes,
 			    (off_t)(r->start_block * r->block_bytes));
 		t0 = mono_us();
+		issued = hblease_now_us();
 		if ((job == IO_ITERATE || job == IO_LEAVE) && !atomic_load(&io->no_writes))
 			werr = xfer(r->fd, 1, r->wbuf, r->block_bytes,
 			    (off_t)((r->start_block + r->hbd->local_node) * r->block_bytes));
@@ -103,6 +105,8 @@ io_thread(void *arg)
 		io->rerr = rerr;
 		io->werr = werr;
 		io->write_us = mono_us() - t0;
+		io->issued_us = issued;
+		io->done_us = hblease_now_us();
 		io->done = job;
 		io->job = IO_NONE;
 		pthread_mutex_unlock(&io->mu);
@@ -250,6 +254,7 @@ region_finish(struct hb_region *r, Hbd__RegionEventKind kind, const char *why)
 	if (r->nego_ev != NULL)
 		event_del(r->nego_ev);
 	nego_region_stop(r);
+	lease_region_drop(r);
 	drop_live_slots(r);
 	api_region_event(h, kind, r->name, why);
 	if (kind != HBD__REGION_EVENT_KIND__REGION_FAILED) {
@@ -288,6 +293,8 @@ region_fail(struct hb_region *r, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	log_err("region %s on %s failed: %s", r->name, r->dev, why);
+	if (fence_if_in_use(r->hbd, r, why))
+		return;
 	region_finish(r, HBD__REGION_EVENT_KIND__REGION_FAILED, why);
 }
 
@@ -320,14 +327,11 @@ region_open(struct hb_region *r, char *why, size_t len)
 	return 0;
 }
 
-struct hb_region *
-region_start(struct hbd *h, const char *name, const char *dev,
+static struct hb_region *
+region_new(struct hbd *h, const char *name, const char *dev,
     unsigned block_bytes, uint64_t start_block, unsigned blocks)
 {
 	struct hb_region *r = xcalloc(1, sizeof(*r));
-	struct timeval tv;
-	char why[256] = "";
-	int first_global;
 
 	r->hbd = h;
 	snprintf(r->name, sizeof(r->name), "%s", name);
@@ -337,37 +341,41 @@ region_start(struct hbd *h, const char *name, const char *dev,
 	r->blocks = blocks;
 	r->fd = -1;
 	r->io.pipe[0] = r->io.pipe[1] = -1;
-	r->state = RS_PROBING;
+	r->lease_idx = CC_MAX_REGIONS;
 	pthread_mutex_init(&r->io.mu, NULL);
 	pthread_cond_init(&r->io.cv, NULL);
-	first_global = h->global && region_nrunning(h) == 0;
 	TAILQ_INSERT_TAIL(&h->regions, r, entry);
+	return r;
+}
+
+/* The device, the buffers, the events and the I/O thread; -1 with why. */
+static int
+region_setup(struct hb_region *r, char *why, size_t len)
+{
+	struct hbd *h = r->hbd;
 
 	if (h->fenced) {
-		snprintf(why, sizeof(why), "this node is fenced (%s); "
-		    "o2ctl clear-fence first", h->fence_reason);
-		goto fail;
+		snprintf(why, len, "this node is fenced (%s); o2ctl clear-fence first",
+		    h->fence_reason);
+		return -1;
 	}
-	if (h->local_node >= blocks) {
-		snprintf(why, sizeof(why), "local node %u has no slot among %u blocks",
-		    h->local_node, blocks);
-		goto fail;
+	if (h->local_node >= r->blocks) {
+		snprintf(why, len, "local node %u has no slot among %u blocks",
+		    h->local_node, r->blocks);
+		return -1;
 	}
-	if (block_bytes < 512 || block_bytes > 4096 || (block_bytes & (block_bytes - 1))) {
-		snprintf(why, sizeof(why), "bad block_bytes %u", block_bytes);
-		goto fail;
+	if (r->block_bytes < 512 || r->block_bytes > 4096 ||
+	    (r->block_bytes & (r->block_bytes - 1))) {
+		snprintf(why, len, "bad block_bytes %u", r->block_bytes);
+		return -1;
 	}
-	if (region_open(r, why, sizeof(why)) == -1)
-		goto fail;
-	if (posix_memalign((void **)&r->rbuf, DIO_ALIGN, (size_t)blocks * block_bytes) ||
-	    posix_memalign((void **)&r->wbuf, DIO_ALIGN, block_bytes))
-		fatalx("region %s: out of memory", name);
+	if (region_open(r, why, len) == -1)
+		return -1;
+	if (posix_memalign((void **)&r->rbuf, DIO_ALIGN, (size_t)r->blocks * r->block_bytes) ||
+	    posix_memalign((void **)&r->wbuf, DIO_ALIGN, r->block_bytes))
+		fatalx("region %s: out of memory", r->name);
 	if (pipe2(r->io.pipe, O_CLOEXEC | O_NONBLOCK) == -1)
 		fatal("pipe");
-	r->generation = random_generation();
-	r->probes_left = HB_PROBE_SAMPLES;
-	hb_steady_init(&r->steady, first_global);
-
 	r->done_ev = event_new(h->base, r->io.pipe[0], EV_READ | EV_PERSIST,
 	    region_io_done, r);
 	r->tick_ev = event_new(h->base, -1, EV_PERSIST, region_tick, r);
@@ -375,30 +383,108 @@ region_start(struct hbd *h, const char *name, const char *dev,
 	r->nego_ev = evtimer_new(h->base, nego_timeout, r);
 	if (r->done_ev == NULL || r->tick_ev == NULL || r->timeout_ev == NULL ||
 	    r->nego_ev == NULL)
-		fatalx("region %s: out of memory for events", name);
+		fatalx("region %s: out of memory for events", r->name);
 	if (pthread_create(&r->io.thread, NULL, io_thread, r) != 0)
-		fatalx("region %s: cannot start its I/O thread", name);
+		fatalx("region %s: cannot start its I/O thread", r->name);
 	r->io.started = 1;
+	return 0;
+}
+
+/* The first iteration at once, then one every interval. */
+static void
+region_go(struct hb_region *r)
+{
+	struct hbd *h = r->hbd;
+	struct timeval tv;
+
 	tv.tv_sec = h->interval_ms / 1000;
 	tv.tv_usec = (h->interval_ms % 1000) * 1000;
 	event_add(r->done_ev, NULL);
 	event_add(r->tick_ev, &tv);
 	event_active(r->tick_ev, EV_TIMEOUT, 0);
 	nego_region_start(r);
+	nmd_set_pid(h, r->name, (int)getpid());
+}
+
+static struct hb_region *
+region_refused(struct hb_region *r, const char *why)
+{
+	log_err("region %s on %s: not started: %s", r->name, r->dev, why);
+	r->state = RS_FAILED;
+	snprintf(r->why, sizeof(r->why), "%s", why);
+	region_release_io(r);
+	api_region_event(r->hbd, HBD__REGION_EVENT_KIND__REGION_FAILED, r->name, why);
+	return r;
+}
+
+struct hb_region *
+region_start(struct hbd *h, const char *name, const char *dev,
+    unsigned block_bytes, uint64_t start_block, unsigned blocks)
+{
+	int first_global = h->global && region_nrunning(h) == 0;
+	struct hb_region *r = region_new(h, name, dev, block_bytes, start_block, blocks);
+	char why[256] = "";
+
+	r->state = RS_PROBING;
+	if (region_setup(r, why, sizeof(why)) == -1)
+		return region_refused(r, why);
+	r->generation = random_generation();
+	r->probes_left = HB_PROBE_SAMPLES;
+	hb_steady_init(&r->steady, first_global);
+	lease_region_add(r);
+	region_go(r);
 	log_info("region %s on %s: heartbeating as node %u, generation 0x%llx, "
 	    "slots at %llu x %u bytes, every %u ms, dead after %u", name, dev,
 	    h->local_node, (unsigned long long)r->generation,
 	    (unsigned long long)start_block, block_bytes, h->interval_ms,
 	    h->dead_threshold);
-	nmd_set_pid(h, name, (int)getpid());
 	return r;
-fail:
-	log_err("region %s on %s: not started: %s", name, dev, why);
-	r->state = RS_FAILED;
-	snprintf(r->why, sizeof(r->why), "%s", why);
-	region_release_io(r);
-	api_region_event(h, HBD__REGION_EVENT_KIND__REGION_FAILED, name, why);
+}
+
+/*
+ * A region an earlier hbd ran, as the same incarnation: no probing (the
+ * slot is ours, and the first read checks that it still holds our
+ * generation), steady at once (the others never saw us go), and the
+ * sequence moved past anything the old hbd may have had in flight.
+ */
+struct hb_region *
+region_resume(struct hbd *h, const struct hblease_region *e, unsigned idx)
+{
+	struct hb_region *r = region_new(h, e->name, e->dev, e->block_bytes,
+	    e->start_block, e->blocks);
+	char why[256] = "";
+
+	r->state = RS_STEADY;
+	r->lease_idx = idx;
+	if (region_setup(r, why, sizeof(why)) == -1) {
+		lease_region_drop(r);
+		return region_refused(r, why);
+	}
+	r->generation = e->generation;
+	r->pending.seq = e->seq + 1;
+	r->resuming = r->resumed = 1;
+	region_go(r);
+	region_arm_timeouts(r);
 	return r;
+}
+
+/* A node the earlier hbd saw live: live here too, until its slot says otherwise. */
+void
+region_restore_live(struct hb_region *r, unsigned node, uint64_t gen)
+{
+	struct hbd *h = r->hbd;
+	struct hb_slot *s = &r->slots[node];
+
+	memset(s, 0, sizeof(*s));
+	s->num = node;
+	s->live = 1;
+	s->last_gen = gen;
+	lease_set_live(r, node, gen);
+	if (hb_member_slot(&h->members, node, 1, region_nrunning(h), h->global) == HB_UP) {
+		h->member_gen[node] = gen;
+		log_info("node %u is up as before this hbd started, generation 0x%llx",
+		    node, (unsigned long long)gen);
+	}
 }
 
 /* Slots to read: up to the highest configured, live or local node. */
@@ -446,7 +532,7 @@ region_tick(evutil_socket_t fd, short ev, void *arg)
 	}
 	r->skip_logged = 0;
 	r->tick_ms = wall_ms();
-	if (r->state == RS_PROBING || !r->seeded) {
+	if (r->state == RS_PROBING || (!r->seeded && !r->resuming)) {
 		io_submit(r, IO_READ, slots_to_read(r));
 		return;
 	}
@@ -626,6 +712,58 @@ region_write_timeout(evutil_socket_t fd, short ev, void *arg)
 	    ms, r->name);
 }
 
+/*
+ * The first read of a resumed region: our slot must still hold our
+ * incarnation (the earlier hbd's last block, or the one it had in
+ * flight), or somebody took it over while no hbd watched: fence.
+ */
+static int
+resume_own_slot(struct hb_region *r)
+{
+	struct hbd *h = r->hbd;
+	struct hb_sample s;
+	struct hb_block b;
+
+	sample_of(r, h->local_node, &s, &b);
+	if (s.crc_ok && b.node == h->local_node && b.generation == r->generation)
+		return 1;
+	fence(h, "region %s (%s): while no hbd ran, our slot changed to node %u "
+	    "generation 0x%llx (ours 0x%llx)", r->name, r->dev, b.node,
+	    (unsigned long long)b.generation, (unsigned long long)r->generation);
+	return 0;
+}
+
+/*
+ * Slots the earlier hbd saw live are sampled against what it knew, so a
+ * node that died or restarted meanwhile goes down now; the others are
+ * seeded as a fresh region seeds them.
+ */
+static int
+resume_slots(struct hb_region *r)
+{
+	struct hbd *h = r->hbd;
+	struct hb_verdict v;
+	struct hb_sample s;
+	struct hb_block b;
+	unsigned n;
+	int changed = 0;
+
+	for (n = 0; n < r->io.nslots && n < HB_MAX_NODES; n++) {
+		sample_of(r, n, &s, &b);
+		if (n == h->local_node || !r->slots[n].live) {
+			hb_slot_seed(&r->slots[n], n, &s);
+			continue;
+		}
+		hb_slot_sample(&r->slots[n], &s, h->dead_threshold, hbd_dead_ms(h),
+		    r->tick_ms, &v);
+		if (v.transition == HB_SAME)
+			continue;
+		changed = 1;
+		member_slot(h, r, n, v.transition == HB_UP, &v, r->tick_ms);
+	}
+	return changed;
+}
+
 static void
 record_latency(struct hb_region *r, uint64_t us)
 {
@@ -638,7 +776,7 @@ record_latency(struct hb_region *r, uint64_t us)
 
 static void
 iteration_done(struct hb_region *r, enum hb_io_job job, int rerr, int werr,
-    uint64_t write_us)
+    uint64_t write_us, uint64_t issued_us, uint64_t done_us)
 {
 	struct hbd *h = r->hbd;
 	struct hb_sample s;
@@ -653,13 +791,19 @@ iteration_done(struct hb_region *r, enum hb_io_job job, int rerr, int werr,
 		r->rerr_logged = 1;
 		ok = 0;
 	} else if (!r->seeded) {
-		for (n = 0; n < r->blocks && n < HB_MAX_NODES; n++) {
-			sample_of(r, n, &s, &b);
-			hb_slot_seed(&r->slots[n], n, &s);
-		}
 		r->seeded = 1;
 		r->rerr_logged = 0;
-		return;
+		if (!r->resuming) {
+			for (n = 0; n < r->blocks && n < HB_MAX_NODES; n++) {
+				sample_of(r, n, &s, &b);
+				hb_slot_seed(&r->slots[n], n, &s);
+			}
+			return;
+		}
+		r->resuming = 0;
+		if (!resume_own_slot(r))
+			return;		/* fenced */
+		changed = resume_slots(r);
 	} else {
 		r->rerr_logged = 0;
 		if (r->state == RS_PROBING && !probe_own_slot(r))
@@ -681,6 +825,13 @@ iteration_done(struct hb_region *r, enum hb_io_job job, int rerr, int werr,
 			r->written = r->pending;
 			r->check_own = 1;
 			record_latency(r, write_us);
+			if (lease_renew(r, issued_us, done_us) == -1) {
+				fence(h, "heartbeat write to %s completed %llu ms after the "
+				    "previous one was issued (region %s): the other nodes "
+				    "may have declared this node dead", r->dev,
+				    (unsigned long long)r->lease_gap_ms, r->name);
+				return;
+			}
 		}
 	}
 	if (r->state == RS_PROBING) {
@@ -712,7 +863,7 @@ region_io_done(evutil_socket_t fd, short ev, void *arg)
 {
 	struct hb_region *r = arg;
 	enum hb_io_job job;
-	uint64_t write_us;
+	uint64_t write_us, issued_us, done_us;
 	int rerr, werr;
 	char buf[16];
 
@@ -728,6 +879,8 @@ region_io_done(evutil_socket_t fd, short ev, void *arg)
 	rerr = r->io.rerr;
 	werr = r->io.werr;
 	write_us = r->io.write_us;
+	issued_us = r->io.issued_us;
+	done_us = r->io.done_us;
 	r->io.done = IO_NONE;
 	r->io.busy = 0;
 	pthread_mutex_unlock(&r->io.mu);
@@ -760,7 +913,7 @@ region_io_done(evutil_socket_t fd, short ev, void *arg)
 		region_stop(r, r->stop_clean);
 		return;
 	}
-	iteration_done(r, job, rerr, werr, write_us);
+	iteration_done(r, job, rerr, werr, write_us, issued_us, done_us);
 }
 
 /*
@@ -863,6 +1016,8 @@ region_fill_status(struct hb_region *r, Hbd__RegionStatus *rs)
 	rs->write_latency_max_us = r->lat_max_us;
 	rs->writes = r->writes;
 	rs->iterations_skipped = r->skipped;
+	rs->lease_ms_left = lease_left_us(r) / 1000;
+	rs->resumed = r->resumed;
 	n = r->writes < HB_LAT_RING ? r->writes : HB_LAT_RING;
 	if (n > 0) {
 		sorted = xmalloc(n * sizeof(*sorted));

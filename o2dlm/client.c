@@ -576,7 +576,7 @@ check_domain(struct dlmc *c, const char *domain)
 }
 
 int
-dlmc_join(struct dlmc *c, const char *domain, struct dlmc_domain_info *info)
+dlmc_join(struct dlmc *c, const char *domain, unsigned flags, struct dlmc_domain_info *info)
 {
 	Envelope req = ENVELOPE__INIT, *rep;
 	Dlmd__Domain d = DLMD__DOMAIN__INIT;
@@ -586,6 +586,7 @@ dlmc_join(struct dlmc *c, const char *domain, struct dlmc_domain_info *info)
 	if (check_domain(c, domain) == -1)
 		return -1;
 	d.name = (char *)domain;
+	d.guards_disk = (flags & DLMC_JOIN_GUARDS_DISK) != 0;
 	req.type = MSG_TYPE__MSG_DLMD_JOIN;
 	req.payload_case = ENVELOPE__PAYLOAD_DOMAIN;
 	req.domain = &d;

@@ -164,7 +164,7 @@ o2dlm_initialize(const char *rundir, const char *domain, struct o2dlm_ctxt **ctx
 		free(x);
 		return ret;
 	}
-	if (dlmc_join(x->dlmc, domain, NULL) == -1) {
+	if (dlmc_join(x->dlmc, domain, 0, NULL) == -1) {
 		ret = errno == EINVAL ? O2DLM_ET_INVALID_DOMAIN_NAME :
 		    from_errno(errno, O2DLM_ET_DOMAIN_CREATE);
 		dlmc_close(x->dlmc);

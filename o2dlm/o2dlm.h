@@ -139,7 +139,9 @@ int	dlmc_dispatch(struct dlmc *);
 size_t	dlmc_queued(const struct dlmc *);
 
 /* Blocking requests: each returns when its reply is in. */
-int	dlmc_join(struct dlmc *, const char *domain, struct dlmc_domain_info *info);
+#define DLMC_JOIN_GUARDS_DISK	0x1	/* a filesystem: see dlmd.proto's Domain */
+int	dlmc_join(struct dlmc *, const char *domain, unsigned flags,
+	    struct dlmc_domain_info *info);
 int	dlmc_leave(struct dlmc *, const char *domain);
 /* Queue a lock or convert; *lockid is its id, completion its Ast. */
 int	dlmc_lock(struct dlmc *, const struct dlmc_lock_args *, uint64_t *lockid);

@@ -244,7 +244,7 @@ main(int argc, char *argv[])
 	/* The join counts against -w too. */
 	dlmc_set_timeout(c, timeout_ms >= 0 && timeout_ms < JOIN_WAIT_MS && !nonblock ?
 	    timeout_ms : JOIN_WAIT_MS);
-	if (dlmc_join(c, domain, NULL) == -1) {
+	if (dlmc_join(c, domain, 0, NULL) == -1) {
 		rc = errno == ECONNRESET || errno == EPROTO ? EX_DOWN : EX_NOLOCK;
 		fprintf(stderr, "o2lock: cannot join domain %s: %s\n", domain,
 		    errno == ETIMEDOUT ? "timed out" : dlmc_error(c));

@@ -435,7 +435,7 @@ main(int argc, char *argv[])
 		return 3;
 	}
 	dlmc_set_timeout(t.c, t.timeout_ms);
-	if (dlmc_join(t.c, t.domain, NULL) == -1) {
+	if (dlmc_join(t.c, t.domain, 0, NULL) == -1) {
 		fprintf(stderr, "dlm_torture: join %s: %s\n", t.domain, dlmc_error(t.c));
 		logline(&t, "error", "what=join errno=%d", errno);
 		dlmc_close(t.c);

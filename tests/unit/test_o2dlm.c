@@ -441,7 +441,7 @@ Test(dlmc, oversized_frame_is_a_protocol_error, .timeout = 10)
 	struct peer p;
 	struct dlmc *c = start_peer(&p, script_huge_frame, &s);
 
-	cr_assert_eq(dlmc_join(c, "dom", NULL), -1);
+	cr_assert_eq(dlmc_join(c, "dom", 0, NULL), -1);
 	cr_assert_eq(errno, EPROTO);
 	stop_peer(&p, c);
 }
@@ -611,7 +611,7 @@ Test(dlmc, arguments_are_checked_before_sending, .timeout = 10)
 	lock_args(&a, "ok", DLMC_PR, 0);
 	a.domain = "";
 	cr_assert_eq(dlmc_lock(c, &a, &id), -1);
-	cr_assert_eq(dlmc_join(c, NULL, NULL), -1);
+	cr_assert_eq(dlmc_join(c, NULL, 0, NULL), -1);
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(dlmc_lock_send(c, &a, NULL, NULL), -1);
 	/* Nothing went out. */

@@ -1,0 +1,221 @@
+/*
+ * The heartbeat lease (common/hblease.h): this node's disk writers may
+ * write only while its heartbeat is alive and fresh. After each of our
+ * heartbeat writes completes we tell them until when they may go on:
+ * one interval before the earliest moment another node could declare us
+ * dead, counted from the issue of that write. Should hbd die, hang or
+ * lose its disk, the lease simply runs out and they stop, before
+ * anybody replays our journal. doc/heartbeat-lease.md has the argument.
+ *
+ * The same file lets a restarted hbd go on as the same incarnation: the
+ * regions it ran, their generation and sequence, the nodes each saw
+ * live. If it comes back before the others could have declared us dead
+ * it resumes, and nobody notices; if not, it fences this node.
+ */
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hbd.h"
+#include "hblease.h"
+#include "log.h"
+#include "util.h"
+
+static struct hblease *lease;
+
+/* Map <rundir>/hbd.lease, keeping what an earlier hbd left in it. */
+void
+lease_open(struct hbd *h)
+{
+	char *path;
+	int fd;
+
+	xasprintf(&path, "%s/%s", h->rundir, HBLEASE_FILE);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1 ||
+	    ftruncate(fd, sizeof(*lease)) == -1)
+		fatal("%s", path);
+	lease = mmap(NULL, sizeof(*lease), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (lease == MAP_FAILED)
+		fatal("mmap %s", path);
+	close(fd);
+	if (lease->magic != HBLEASE_MAGIC || lease->version != HBLEASE_VERSION) {
+		if (lease->magic != 0)
+			log_warnx("%s: not a lease file of this version; starting afresh",
+			    path);
+		memset(lease, 0, sizeof(*lease));
+		lease->magic = HBLEASE_MAGIC;
+		lease->version = HBLEASE_VERSION;
+	}
+	free(path);
+}
+
+static struct hblease_region *
+entry_of(const struct hb_region *r)
+{
+	return r->lease_idx < CC_MAX_REGIONS ? &lease->regions[r->lease_idx] : NULL;
+}
+
+static void
+set_expiry(struct hblease_region *e, uint64_t us)
+{
+	__atomic_store_n(&e->expires_us, us, __ATOMIC_RELEASE);
+}
+
+/* A new region takes a free entry; nothing is promised before its first write. */
+void
+lease_region_add(struct hb_region *r)
+{
+	struct hbd *h = r->hbd;
+	struct hblease_region *e;
+	unsigned i;
+
+	r->lease_idx = CC_MAX_REGIONS;
+	if (strlen(r->dev) >= HBLEASE_DEV_MAX)
+		log_warnx("region %s: device path too long to record; a restarted "
+		    "hbd could not resume it", r->name);
+	for (i = 0; i < CC_MAX_REGIONS; i++)
+		if (!lease->regions[i].in_use)
+			break;
+	if (i == CC_MAX_REGIONS)
+		fatalx("region %s: no free lease entry", r->name);
+	e = &lease->regions[i];
+	set_expiry(e, 0);
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "%s", r->name);
+	snprintf(e->dev, sizeof(e->dev), "%s", strlen(r->dev) < HBLEASE_DEV_MAX ? r->dev : "");
+	e->block_bytes = r->block_bytes;
+	e->start_block = r->start_block;
+	e->blocks = r->blocks;
+	e->generation = r->generation;
+	lease->local_node = h->local_node;
+	lease->interval_ms = h->interval_ms;
+	lease->dead_threshold = h->dead_threshold;
+	__atomic_store_n(&e->in_use, 1, __ATOMIC_RELEASE);
+	r->lease_idx = i;
+}
+
+/*
+ * Our write issued at issued_us completed at done_us. It renews the
+ * lease only if it reached the disk before the others could have
+ * declared the incarnation dead on the previous one; otherwise our
+ * writers have already stopped and must never start again: -1, fence.
+ */
+int
+lease_renew(struct hb_region *r, uint64_t issued_us, uint64_t done_us)
+{
+	struct hbd *h = r->hbd;
+	struct hblease_region *e = entry_of(r);
+	uint64_t death;
+
+	if (e == NULL)
+		return 0;
+	if (e->issued_us != 0 && done_us >= hblease_death(e->issued_us, h->interval_ms,
+	    h->dead_threshold)) {
+		r->lease_gap_ms = (done_us - e->issued_us) / 1000;
+		return -1;
+	}
+	e->issued_us = issued_us;
+	e->seq = r->written.seq;
+	e->generation = r->generation;
+	death = hblease_death(issued_us, h->interval_ms, h->dead_threshold);
+	set_expiry(e, death - hblease_margin_us(h->interval_ms, h->dead_threshold));
+	return 0;
+}
+
+/* Microseconds the writers may still go on, 0 when they may not. */
+uint64_t
+lease_left_us(const struct hb_region *r)
+{
+	const struct hblease_region *e = entry_of(r);
+	uint64_t now = hblease_now_us();
+
+	return e != NULL && e->expires_us > now ? e->expires_us - now : 0;
+}
+
+void
+lease_set_live(struct hb_region *r, unsigned node, uint64_t gen)
+{
+	struct hblease_region *e = entry_of(r);
+
+	if (e != NULL && node < HBLEASE_MAX_NODES)
+		e->live_gen[node] = gen;
+}
+
+/* The region is gone: its writers' lease ends now. */
+void
+lease_region_drop(struct hb_region *r)
+{
+	struct hblease_region *e = entry_of(r);
+
+	if (e == NULL)
+		return;
+	set_expiry(e, 0);
+	__atomic_store_n(&e->in_use, 0, __ATOMIC_RELEASE);
+	r->lease_idx = CC_MAX_REGIONS;
+}
+
+/* Fencing: every writer's lease ends now, before anything else happens. */
+void
+lease_revoke_all(void)
+{
+	unsigned i;
+
+	if (lease == NULL)
+		return;
+	for (i = 0; i < CC_MAX_REGIONS; i++)
+		set_expiry(&lease->regions[i], 0);
+}
+
+/*
+ * At start, before anyone is served: the regions an earlier hbd left
+ * running. In time, each resumes as the same incarnation, with the
+ * membership it had (the subscribers that reconnect must not see the
+ * others die); too late, the others may have recovered us: fence.
+ */
+void
+lease_restore(struct hbd *h)
+{
+	struct hblease_region *e;
+	struct hb_region *r;
+	uint64_t now = hblease_now_us(), death;
+	unsigned i, n;
+
+	for (i = 0; i < CC_MAX_REGIONS; i++) {
+		e = &lease->regions[i];
+		if (!e->in_use)
+			continue;
+		if (h->fenced || e->issued_us == 0 || e->dev[0] == '\0') {
+			lease_revoke_all();
+			memset(e, 0, sizeof(*e));
+			continue;
+		}
+		death = hblease_death(e->issued_us, lease->interval_ms, lease->dead_threshold);
+		if (now >= death) {
+			h->local_node = lease->local_node;
+			fence(h, "hbd was away for %llu ms while region %s was live: the "
+			    "other nodes may have declared this node dead",
+			    (unsigned long long)((now - e->issued_us) / 1000), e->name);
+			memset(e, 0, sizeof(*e));
+			continue;
+		}
+		h->local_node = lease->local_node;
+		h->interval_ms = lease->interval_ms;
+		h->dead_threshold = lease->dead_threshold;
+		log_warnx("region %s: resuming generation 0x%llx, %llu ms after its last "
+		    "heartbeat (the others declare us dead after %llu)", e->name,
+		    (unsigned long long)e->generation,
+		    (unsigned long long)((now - e->issued_us) / 1000),
+		    (unsigned long long)((death - e->issued_us) / 1000));
+		r = region_resume(h, e, i);
+		if (r->state == RS_FAILED)
+			continue;
+		for (n = 0; n < HBLEASE_MAX_NODES && n < HB_MAX_NODES; n++)
+			if (e->live_gen[n] != 0 && n != h->local_node)
+				region_restore_live(r, n, e->live_gen[n]);
+	}
+}
