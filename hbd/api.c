@@ -444,8 +444,8 @@ handle_unregister_writer(struct ipc_conn *c, const Envelope *req)
 
 /*
  * Who depends on region: its disk writers (and those of every region),
- * and the lock managers holding cluster locks. 0 when nobody; else who,
- * in words.
+ * and the lock managers holding cluster locks. 0 when nobody; else
+ * USERS_WRITERS and/or USERS_LOCKS, and who, in words.
  */
 int
 api_region_users(struct hbd *h, const char *region, char *who, size_t len)
@@ -459,12 +459,14 @@ api_region_users(struct hbd *h, const char *region, char *who, size_t len)
 		if (cl->writer != NULL && (cl->writer->region[0] == '\0' ||
 		    strcmp(cl->writer->region, region) == 0)) {
 			n += (size_t)snprintf(who + n, n < len ? len - n : 0, "%s%s pid %d "
-			    "writes", users++ ? ", " : "", cl->writer->what, (int)cl->writer->pid);
+			    "writes", users ? ", " : "", cl->writer->what, (int)cl->writer->pid);
+			users |= USERS_WRITERS;
 		}
 		if (cl->guard != NULL) {
 			n += (size_t)snprintf(who + n, n < len ? len - n : 0, "%s%s pid %d "
-			    "holds cluster locks", users++ ? ", " : "", cl->guard,
+			    "holds cluster locks", users ? ", " : "", cl->guard,
 			    (int)ipc_conn_pid(cl->conn));
+			users |= USERS_LOCKS;
 		}
 	}
 	return users;
@@ -476,6 +478,8 @@ handle_guard(struct ipc_conn *c, const Envelope *req)
 	struct hb_client *cl = client_of(c);
 	const Hbd__HbGuard *g = req->hb_guard;
 
+	if (cl->guard != NULL && !g->on)
+		nmd_refetch(ipc_conn_arg(c));	/* a region kept for it may stop now */
 	free(cl->guard);
 	cl->guard = NULL;
 	if (g->on) {
@@ -546,6 +550,7 @@ client_closed(struct ipc_conn *c)
 		    "locks", (int)ipc_conn_pid(c), cl->guard);
 		fence_reincarnate(h, why);
 		free(cl->guard);
+		nmd_refetch(h);
 	}
 	if (cl->writer != NULL) {
 		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid,

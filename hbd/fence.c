@@ -204,21 +204,44 @@ fence_reincarnate(struct hbd *h, const char *why)
 
 /*
  * A region is about to stop for some other reason than fencing (its nmd
- * item went, its device failed) while writers or lock holders depend on
- * it. Stopping it would make us see every node it shows alive go down,
- * and recover their locks and journals while they run: our own loss of
+ * item went, its device failed) while users of the given kinds depend
+ * on it (writers, lock holders).
+ * Stopping it would make us see every node it shows alive go down, and
+ * recover their locks and journals while they run: our own loss of
  * sight is never their death. We are the ones who can no longer prove
  * we are alive, so we fence. Returns 1 when it fenced.
  */
 int
-fence_if_in_use(struct hbd *h, struct hb_region *r, const char *why)
+fence_if_used(struct hbd *h, struct hb_region *r, int users, const char *why)
 {
 	char who[256];
 
 	if (h->fenced || !member_region_needed(h, r) ||
-	    !api_region_users(h, r->name, who, sizeof(who)))
+	    !(api_region_users(h, r->name, who, sizeof(who)) & users))
 		return 0;
 	fence(h, "region %s must stop (%s) while %s", r->name, why, who);
+	return 1;
+}
+
+/*
+ * With only a lock manager holding cluster locks (no writer: a
+ * filesystem that went, dlmfs users), a region whose item is gone keeps
+ * beating until the locks are given up or the lock manager's death
+ * ends the incarnation; stopping under them would likewise make it
+ * recover the others' locks. 1 while it is kept.
+ */
+int
+region_kept_for_locks(struct hbd *h, struct hb_region *r)
+{
+	char who[256];
+
+	if (!member_region_needed(h, r) ||
+	    !(api_region_users(h, r->name, who, sizeof(who)) & USERS_LOCKS))
+		return 0;
+	if (!r->kept_logged)
+		log_warnx("region %s: its nmd item is gone, but %s: heartbeating on "
+		    "until they are given up", r->name, who);
+	r->kept_logged = 1;
 	return 1;
 }
 

@@ -172,6 +172,7 @@ struct hb_region {
 	int			 unlinked;	/* off the list: free it then */
 	int			 resuming;	/* restored from the lease file: first iteration */
 	int			 resumed;	/* taken over from an earlier hbd */
+	int			 kept_logged;	/* region_kept_for_locks said so */
 	unsigned		 lease_idx;	/* its entry in the lease file */
 	uint64_t		 lease_gap_ms;	/* why lease_renew refused */
 	struct event		*tick_ev;
@@ -256,7 +257,8 @@ int	fence_clear(struct hbd *);
 void	fence_restore(struct hbd *);
 void	fence_writer_gone(struct hbd *, pid_t);
 void	fence_reincarnate(struct hbd *, const char *why);
-int	fence_if_in_use(struct hbd *, struct hb_region *, const char *why);
+int	fence_if_used(struct hbd *, struct hb_region *, int users, const char *why);
+int	region_kept_for_locks(struct hbd *, struct hb_region *);
 
 /* api.c: hbd.sock. */
 void	api_start(struct hbd *);
@@ -267,6 +269,8 @@ void	api_region_event(struct hbd *, Hbd__RegionEventKind, const char *region,
 	    const char *reason);
 void	api_fenced_event(struct hbd *, const char *reason, const char *method);
 void	api_unfenced_event(struct hbd *, const char *reason);
+#define USERS_WRITERS	0x1
+#define USERS_LOCKS	0x2
 int	api_region_users(struct hbd *, const char *region, char *who, size_t len);
 
 struct hb_writer {

@@ -181,13 +181,14 @@ reconcile_regions(struct hbd *h, const Nmd__Config *cfg)
 	TAILQ_FOREACH(r, &h->regions, entry) {
 		cr = cfg_region(cfg, r->name);
 		if ((cr == NULL || cr->dev[0] == '\0') && r->state != RS_FAILED &&
-		    r->state != RS_STOPPING && fence_if_in_use(h, r, "its nmd item is gone"))
+		    r->state != RS_STOPPING && fence_if_used(h, r, USERS_WRITERS, "its nmd item is gone"))
 			return;
 	}
 	for (r = TAILQ_FIRST(&h->regions); r != NULL; r = next) {
 		next = TAILQ_NEXT(r, entry);
 		cr = cfg_region(cfg, r->name);
-		if (cr != NULL && cr->dev[0] != '\0')
+		if ((cr != NULL && cr->dev[0] != '\0') ||
+		    (r->state != RS_FAILED && region_kept_for_locks(h, r)))
 			continue;
 		if (r->state == RS_FAILED) {
 			region_forget(r);

@@ -293,7 +293,7 @@ region_fail(struct hb_region *r, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	log_err("region %s on %s failed: %s", r->name, r->dev, why);
-	if (fence_if_in_use(r->hbd, r, why))
+	if (fence_if_used(r->hbd, r, USERS_WRITERS | USERS_LOCKS, why))
 		return;
 	region_finish(r, HBD__REGION_EVENT_KIND__REGION_FAILED, why);
 }
