@@ -401,13 +401,18 @@ static void
 restore_holds(struct nmd *nm, const struct nm_state *st, size_t *kept, size_t *gone)
 {
 	const struct nm_state_hold *h;
-	struct nm_item *g = nm_hb_group(nm), *it;
+	struct nm_item *g, *it;
 	char comm[32];
 	size_t i, j, held;
 
 	for (i = 0; i < st->nholds; i++) {
 		h = &st->holds[i];
-		if (nm_hold_restore(nm, h->kind, h->name, h->pid, h->starttime) == 0) {
+		g = h->kind == NM_HOLD_REGION ? nm_hb_group(nm) : nm_node_group(nm);
+		if (g == NULL || nm_item_child(g, h->name) == NULL) {
+			log_warnx("state: %s %s, held by pid %d, was not restored",
+			    nm_hold_kind_name(h->kind), h->name, h->pid);
+			(*gone)++;
+		} else if (nm_hold_restore(nm, h->kind, h->name, h->pid, h->starttime) == 0) {
 			proc_name(h->pid, comm, sizeof(comm));
 			log_info("state: %s %s stays held by pid %d (%s)",
 			    nm_hold_kind_name(h->kind), h->name, h->pid, comm);
@@ -418,6 +423,7 @@ restore_holds(struct nmd *nm, const struct nm_state *st, size_t *kept, size_t *g
 			(*gone)++;
 		}
 	}
+	g = nm_hb_group(nm);
 	for (i = 0; g != NULL && i < st->nregions; i++) {
 		held = st->regions[i].persistent_refs;
 		for (j = 0; j < st->nholds; j++)
@@ -455,7 +461,7 @@ restore(struct nmd *nm, const struct nm_state *st)
 	nm_state_changed(nm);
 	nm_state_batch_end(nm);
 	log_info("restored %s: cluster %s, %zu nodes, %zu heartbeat regions, %zu holds "
-	    "of live processes (%zu of exited ones dropped)", nm->state_path,
+	    "of live processes (%zu dropped)", nm->state_path,
 	    ci != NULL ? ci->name : "(none)", ci != NULL ? st->nnodes : 0,
 	    ci != NULL ? nm_nregions(nm) : 0, kept, gone);
 }
