@@ -18,6 +18,7 @@ TUN=$DIR/o2cb
 NMD_PID=
 
 cleanup() {
+	[[ -n ${HOLDER_PID:-} ]] && kill "$HOLDER_PID" 2>/dev/null
 	[[ -n $NMD_PID ]] && kill -9 "$NMD_PID" 2>/dev/null
 	umount -l "$RUN/config" 2>/dev/null
 	watch_stop_all
@@ -79,6 +80,51 @@ NMD_PID=
 check "the state file stays after a clean stop" test -s "$RUN/nmd.state"
 run_check "nmd starts after the clean stop" start_nmd
 check_eq "the tree is as it was" "n1 n2 n9 odd name%" "$(ls "$C/node" | xargs)"
+
+echo "-- a client's holds across restarts of nmd"
+U=FEDCBA9876543210FEDCBA9876543210
+coproc HOLDER { exec "$BUILD/progs/nmd_holder" "$RUN"; }
+# hold CMD...: one command to the holder; it must answer ok.
+hold() {
+	local r
+	echo "$*" >&"${HOLDER[1]}"
+	read -r -t 10 r <&"${HOLDER[0]}" || { echo "no answer"; return 1; }
+	[[ $r == ok ]] || { echo "$r"; return 1; }
+}
+acquire() { hold acquire $U 512 3 255 "$DIR/disk"; }
+cfg() { "$O2CTL" --rundir "$RUN" --json config; }
+refs_of() { cfg | jq -r --arg u "$1" '[.regions[] | select(.name == $u) | .refs] | .[0] // "none"'; }
+pins_of() { cfg | jq -r --arg n "$1" '.nodes[] | select(.name == $n) | .pins'; }
+refs_are() { [[ $(refs_of "$1") == "$2" ]]; }
+pins_are() { [[ $(pins_of "$1") == "$2" ]]; }
+restart_nmd() { kill9_nmd; start_nmd; }
+run_check "a client acquires a region through its connection" acquire
+run_check "and pins node n2" hold pin n2 heartbeat
+run_check "kill -9 and restart of nmd" restart_nmd
+check_eq "the region is still held, once" 1 "$(refs_of $U)"
+check_eq "n2 is still pinned, once" 1 "$(pins_of n2)"
+check "nmd logged whose it kept" grep -q "region $U stays held by pid $HOLDER_PID (nmd_holder)" "$DIR/nmd.log"
+run_check "the client releases it from a new connection" hold reconnect
+run_check "... release" hold release $U
+check_eq "the region is gone" none "$(refs_of $U)"
+run_check "it acquires the region again" acquire
+run_check "kill -9 and restart of nmd" restart_nmd
+run_check "it takes the region again on a new connection" hold reconnect
+run_check "... acquire" acquire
+check_eq "held once, not twice" 1 "$(refs_of $U)"
+check "nmd logged it" grep -q "pid $HOLDER_PID holds region $U again" "$DIR/nmd.log"
+run_check "that connection closes" hold reconnect
+check_eq "and the region goes with it" none "$(refs_of $U)"
+check "the pin not taken again lapses within 10 s of the restart" wait_for 15 pins_are n2 0
+check "... and nmd says so" grep -q "pid $HOLDER_PID did not pin node n2 (heartbeat) again: unpinned" "$DIR/nmd.log"
+run_check "it acquires the region again" acquire
+run_check "kill -9 and restart of nmd" restart_nmd
+check_eq "held" 1 "$(refs_of $U)"
+HPID=$HOLDER_PID
+eval "exec ${HOLDER[1]}>&-"
+wait "$HPID" 2>/dev/null
+check "the client exits: its region goes" wait_for 5 refs_are $U none
+check "... as nmd says" grep -q "pid $HPID exited: its region hold on $U ends" "$DIR/nmd.log"
 
 echo "-- a changed cluster.conf is applied as a reload would"
 write_conf n1:1:127.0.0.2 n2:2:127.0.0.3 n4:4:127.0.0.5
@@ -142,7 +188,8 @@ check_eq "node1 reads both writes" "before after" "$(cat "${M[1]}/f" | xargs)"
 
 echo "-- the unmount still ends node3's region"
 check "node3 unmounts" lc umount 3
-check "node3's nmd drops the region" wait_for 10 test "$(refs)" = none
+refs_none() { [[ $(refs) == none ]]; }
+check "node3's nmd drops the region" wait_for 10 refs_none
 check "... because fsd exited" grep -q "exited: its region hold on $UUID ends" "$LOCALCLUSTER_DIR/node3/log/nmd.log"
 check "node3's hbd stops heartbeating on it" wait_for 10 eval '! hb_region'
 
