@@ -1,10 +1,10 @@
 /*
  * nmd.sock: the configuration for daemons and tools. Every change goes
  * through the same rules as a write in the tree. Region references and
- * node pins belong to the connection that took them and die with it, as
- * ocfs2_hb_ctl's SEM_UNDO references die with their process; a persistent
- * region reference (ocfs2_hb_ctl -S without SEM_UNDO, o2ctl heartbeat
- * start) belongs to nobody and lives until a release from any connection.
+ * node pins are held by the connection that took them (holds.c says how
+ * they outlive a restart of nmd); a persistent region reference
+ * (ocfs2_hb_ctl -S without SEM_UNDO, o2ctl heartbeat start) belongs to
+ * nobody and lives until a release from any connection.
  */
 #include <sys/queue.h>
 
@@ -18,31 +18,6 @@
 #include "log.h"
 #include "nmd.h"
 #include "util.h"
-
-enum hold_kind { HOLD_REGION, HOLD_PIN_HEARTBEAT, HOLD_PIN_LINK };
-
-struct hold {
-	LIST_ENTRY(hold)	 entry;
-	enum hold_kind		 kind;
-	char			 name[CC_NODE_NAME_MAX + 1];
-};
-
-struct client {
-	LIST_HEAD(, hold)	 holds;
-};
-
-static struct client *
-client_of(struct ipc_conn *c)
-{
-	struct client *cl = ipc_conn_data(c);
-
-	if (cl == NULL) {
-		cl = xcalloc(1, sizeof(*cl));
-		LIST_INIT(&cl->holds);
-		ipc_conn_set_data(c, cl);
-	}
-	return cl;
-}
 
 static void
 fill_node(Nmd__Node *n, struct nmd *nm, struct nm_item *it)
@@ -294,22 +269,12 @@ region_create(struct nmd *nm, const Nmd__RegionAcquire *ra, char *why, size_t le
 }
 
 static void
-hold_add(struct ipc_conn *c, enum hold_kind kind, const char *name)
-{
-	struct client *cl = client_of(c);
-	struct hold *h = xcalloc(1, sizeof(*h));
-
-	h->kind = kind;
-	snprintf(h->name, sizeof(h->name), "%s", name);
-	LIST_INSERT_HEAD(&cl->holds, h, entry);
-}
-
-static void
 handle_region_acquire(struct ipc_conn *c, const Envelope *req)
 {
 	struct nmd *nm = ipc_conn_arg(c);
 	const Nmd__RegionAcquire *ra = req->region_acquire;
 	struct nm_item *it;
+	struct nm_region *r;
 	char why[512];
 	int rc;
 
@@ -318,104 +283,56 @@ handle_region_acquire(struct ipc_conn *c, const Envelope *req)
 		    "UUID (32 upper-case hex digits)", ra->name);
 		return;
 	}
-	if ((it = region_item(nm, ra->name)) != NULL) {
-		if (!region_matches(it->obj, ra)) {
-			ipc_reply_status(c, req, EBUSY, "region %s exists with "
-			    "other parameters", ra->name);
-			return;
-		}
-	} else if ((rc = region_create(nm, ra, why, sizeof(why))) != 0) {
+	if ((it = region_item(nm, ra->name)) != NULL && !region_matches(it->obj, ra)) {
+		ipc_reply_status(c, req, EBUSY, "region %s exists with other parameters",
+		    ra->name);
+		return;
+	}
+	/* The state file has the reference before the client hears of it. */
+	nm_state_batch_begin(nm);
+	if (it == NULL && (rc = region_create(nm, ra, why, sizeof(why))) != 0) {
+		nm_state_batch_end(nm);
 		ipc_reply_status(c, req, rc, "%s", why);
 		return;
-	} else {
-		it = region_item(nm, ra->name);
 	}
-	((struct nm_region *)it->obj)->refs++;
-	if (ra->persistent)
-		((struct nm_region *)it->obj)->persistent_refs++;
-	else
-		hold_add(c, HOLD_REGION, ra->name);
+	if (ra->persistent) {
+		r = region_item(nm, ra->name)->obj;
+		r->refs++;
+		r->persistent_refs++;
+		nm_state_changed(nm);
+	} else {
+		nm_hold_take(nm, nm_holder_of_conn(nm, c), NM_HOLD_REGION, ra->name);
+	}
+	nm_state_batch_end(nm);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
-/* The last reference on a region removes it. */
-static void
-region_unref(struct nmd *nm, const char *name, int persistent)
-{
-	struct nm_item *it;
-	struct nm_region *r;
-
-	if ((it = region_item(nm, name)) == NULL)
-		return;
-	r = it->obj;
-	if (persistent && r->persistent_refs > 0)
-		r->persistent_refs--;
-	if (r->refs > 0 && --r->refs == 0)
-		nm_rmdir(nm, it);
-}
-
-/* Drop one hold of a connection. */
-static void
-hold_release(struct nmd *nm, struct hold *h)
-{
-	struct nm_item *it;
-	struct nm_node *n;
-	struct nm_item *g;
-
-	if (h->kind == HOLD_REGION) {
-		region_unref(nm, h->name, 0);
-		return;
-	}
-	if ((g = nm_node_group(nm)) == NULL || (it = nm_item_child(g, h->name)) == NULL)
-		return;
-	n = it->obj;
-	if (h->kind == HOLD_PIN_HEARTBEAT && n->pins_heartbeat > 0)
-		n->pins_heartbeat--;
-	else if (h->kind == HOLD_PIN_LINK && n->pins_link > 0)
-		n->pins_link--;
-}
-
-static struct hold *
-hold_find(struct ipc_conn *c, enum hold_kind kind, const char *name)
-{
-	struct hold *h;
-
-	LIST_FOREACH(h, &client_of(c)->holds, entry)
-		if (h->kind == kind && strcmp(h->name, name) == 0)
-			return h;
-	return NULL;
-}
-
-/* The connection's own reference goes first, else a persistent one. */
+/* The connection's own reference goes first (or its process's), else a persistent one. */
 static void
 handle_region_release(struct ipc_conn *c, const Envelope *req)
 {
 	struct nmd *nm = ipc_conn_arg(c);
-	struct hold *h = hold_find(c, HOLD_REGION, req->item->path);
+	const char *name = req->item->path;
 	struct nm_item *it;
 
-	if (h != NULL) {
-		LIST_REMOVE(h, entry);
-		hold_release(nm, h);
-		free(h);
-	} else if ((it = region_item(nm, req->item->path)) != NULL &&
-	    ((struct nm_region *)it->obj)->persistent_refs > 0) {
-		region_unref(nm, req->item->path, 1);
-	} else {
-		ipc_reply_status(c, req, ENOENT, "no reference on region %s",
-		    req->item->path);
-		return;
+	if (nm_hold_drop(nm, nm_holder_of_conn(nm, c), NM_HOLD_REGION, name) != 0) {
+		if ((it = region_item(nm, name)) == NULL ||
+		    ((struct nm_region *)it->obj)->persistent_refs == 0) {
+			ipc_reply_status(c, req, ENOENT, "no reference on region %s", name);
+			return;
+		}
+		nm_region_unref(nm, it, 1);
 	}
 	ipc_reply_status(c, req, 0, NULL);
 }
 
 static int
-pin_kind(const char *s, enum hold_kind *k)
+pin_kind(const char *s, enum nm_hold_kind *k)
 {
 	if (strcmp(s, "heartbeat") == 0)
-		*k = HOLD_PIN_HEARTBEAT;
+		*k = NM_HOLD_PIN_HEARTBEAT;
 	else if (strcmp(s, "link") == 0)
-		*k = HOLD_PIN_LINK;
+		*k = NM_HOLD_PIN_LINK;
 	else
 		return -1;
 	return 0;
@@ -425,60 +342,41 @@ static void
 handle_pin(struct ipc_conn *c, const Envelope *req)
 {
 	struct nmd *nm = ipc_conn_arg(c);
-	struct nm_item *g = nm_node_group(nm), *it;
-	struct nm_node *n;
-	enum hold_kind k;
+	struct nm_item *g = nm_node_group(nm);
+	enum nm_hold_kind k;
 
 	if (pin_kind(req->pin->kind, &k) == -1) {
 		ipc_reply_status(c, req, EINVAL, "pin kind %s is not heartbeat "
 		    "or link", req->pin->kind);
 		return;
 	}
-	if (g == NULL || (it = nm_item_child(g, req->pin->node)) == NULL) {
+	if (g == NULL || nm_item_child(g, req->pin->node) == NULL) {
 		ipc_reply_status(c, req, ENOENT, "no node %s", req->pin->node);
 		return;
 	}
-	n = it->obj;
-	if (k == HOLD_PIN_HEARTBEAT)
-		n->pins_heartbeat++;
-	else
-		n->pins_link++;
-	hold_add(c, k, req->pin->node);
+	nm_hold_take(nm, nm_holder_of_conn(nm, c), k, req->pin->node);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
 static void
 handle_unpin(struct ipc_conn *c, const Envelope *req)
 {
-	struct hold *h;
-	enum hold_kind k;
+	struct nmd *nm = ipc_conn_arg(c);
+	enum nm_hold_kind k;
 
 	if (pin_kind(req->pin->kind, &k) == -1 ||
-	    (h = hold_find(c, k, req->pin->node)) == NULL) {
+	    nm_hold_drop(nm, nm_holder_of_conn(nm, c), k, req->pin->node) != 0) {
 		ipc_reply_status(c, req, ENOENT, "no %s pin on node %s",
 		    req->pin->kind, req->pin->node);
 		return;
 	}
-	LIST_REMOVE(h, entry);
-	hold_release(ipc_conn_arg(c), h);
-	free(h);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
 static void
 client_closed(struct ipc_conn *c)
 {
-	struct client *cl = ipc_conn_data(c);
-	struct hold *h;
-
-	if (cl == NULL)
-		return;
-	while ((h = LIST_FIRST(&cl->holds)) != NULL) {
-		LIST_REMOVE(h, entry);
-		hold_release(ipc_conn_arg(c), h);
-		free(h);
-	}
-	free(cl);
+	nm_holder_conn_closed(ipc_conn_arg(c), c);
 }
 
 static const struct ipc_handler nmd_handlers[] = {

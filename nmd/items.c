@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -290,6 +291,7 @@ nm_mkdir(struct nmd *nm, struct nm_item *parent, const char *name, struct nm_ite
 	if ((rc = parent->type->make_item(nm, parent, name, &it)) != 0)
 		return rc;
 	nm_api_publish_change(nm, NMD__CHANGE_OP__CHANGE_MKDIR, it, NULL, NULL);
+	nm_state_changed(nm);
 	if (out != NULL)
 		*out = it;
 	return 0;
@@ -311,6 +313,7 @@ nm_rmdir(struct nmd *nm, struct nm_item *it)
 		return rc;
 	nm_api_publish_change(nm, NMD__CHANGE_OP__CHANGE_RMDIR, it, NULL, NULL);
 	item_free(nm, it);
+	nm_state_changed(nm);
 	return 0;
 }
 
@@ -334,7 +337,25 @@ nm_attr_write(struct nmd *nm, struct nm_item *it, const struct nm_attr *a,
 	nm_attr_read(nm, it, a, shown, sizeof(shown));
 	shown[attr_len(shown)] = '\0';
 	nm_api_publish_change(nm, NMD__CHANGE_OP__CHANGE_ATTR, it, a, shown);
+	nm_state_changed(nm);
 	return 0;
+}
+
+/* Write an attribute from nmd itself (cluster.conf, the state file), as echo would. */
+int
+nm_attr_setf(struct nmd *nm, struct nm_item *it, const char *name, const char *fmt, ...)
+{
+	const struct nm_attr *a = nm_item_attr(it, name, NULL);
+	char val[4096];
+	va_list ap;
+
+	if (a == NULL)
+		return ENOENT;
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val) - 1, fmt, ap);
+	va_end(ap);
+	strcat(val, "\n");
+	return nm_attr_write(nm, it, a, val, 1);
 }
 
 void

@@ -76,7 +76,7 @@ main(int argc, char *argv[])
 	char err[CC_ERR_MAX], *mountpoint;
 	char **ok, **bad;
 	size_t nok, nbad;
-	int ch, check_only = 0, verbose = 0;
+	int ch, check_only = 0, verbose = 0, restored;
 
 	nm.conf_path = "/etc/ocfs2/cluster.conf";
 	nm.tunables_path = "/etc/default/o2cb";
@@ -116,11 +116,23 @@ main(int argc, char *argv[])
 	if ((nm.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	nm.started = time(NULL);
+	LIST_INIT(&nm.holders);
 	nm_tree_init(&nm);
-	if (nm_load(&nm, 1, &ok, &nok, &bad, &nbad, err, sizeof(err)) == -1)
-		fatalx("%s", err);
-	nm_lines_free(ok, nok);
-	nm_lines_free(bad, nbad);
+	nm_persist_init(&nm);
+	/* Before nmd.sock is served: clients must find what they held. */
+	restored = nm_persist_restore(&nm);
+	if (!restored || nm_config_files_fingerprint(&nm) != nm.config_fingerprint) {
+		if (restored)
+			log_info("%s changed since it was loaded: applying it as a reload would",
+			    nm.conf_path);
+		if (nm_load(&nm, 1, &ok, &nok, &bad, &nbad, err, sizeof(err)) == -1) {
+			if (!restored)
+				fatalx("%s", err);
+		} else {
+			nm_lines_free(ok, nok);
+			nm_lines_free(bad, nbad);
+		}
+	}
 
 	xasprintf(&mountpoint, "%s/config", nm.rundir);
 	if (nm_configfs_mount(&nm, mountpoint) == -1)
@@ -136,19 +148,24 @@ main(int argc, char *argv[])
 		fatalx("cannot install signal handlers");
 	notify_watchdog_start(nm.base);
 
-	log_info("serving cluster %s as node %s on %s", nm_cluster_item(&nm)->name,
-	    nm_local_node(&nm)->name, nm.rundir);
+	log_info("serving cluster %s as node %s on %s",
+	    nm_cluster_item(&nm) != NULL ? nm_cluster_item(&nm)->name : "(none)",
+	    nm_local_node(&nm) != NULL ? nm_local_node(&nm)->name : "(none)", nm.rundir);
 	notify_ready();
 	event_base_dispatch(nm.base);
 
 	notify_stopping();
+	/* The state file keeps what clients hold: a stop is not their release. */
+	nm_state_freeze(&nm);
 	ipc_server_free(nm.ipc);
+	nm_holds_free(&nm);
 	nm_configfs_unmount(&nm);
 	nm_tree_free(&nm);
 	event_free(sighup);
 	event_free(sigterm);
 	event_free(sigint);
 	free(mountpoint);
+	free(nm.state_path);
 	event_base_free(nm.base);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #define NMD_H
 
 #include <sys/queue.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -15,6 +16,7 @@
 
 struct nmd;
 struct nm_item;
+struct ipc_conn;
 
 /* One attribute of an item type: the kernel's configfs_attribute. */
 struct nm_attr {
@@ -86,6 +88,34 @@ struct nm_cluster {
 	size_t		nglobal_regions;
 };
 
+/*
+ * What keeps an ephemeral item alive: a region reference (the region goes
+ * with its last one) or a pin on a node (a node in use cannot be removed).
+ */
+enum nm_hold_kind { NM_HOLD_REGION, NM_HOLD_PIN_HEARTBEAT, NM_HOLD_PIN_LINK };
+
+struct nm_hold {
+	LIST_ENTRY(nm_hold)	 entry;
+	enum nm_hold_kind	 kind;
+	char			 name[CC_NODE_NAME_MAX + 1];	/* region or node */
+};
+
+/*
+ * Who holds: a client connection, or, after nmd restarted, the process
+ * that held through its connection to the previous nmd (conn NULL): its
+ * holds last while it lives, unless it takes or releases them again.
+ */
+struct nm_holder {
+	LIST_ENTRY(nm_holder)	 entry;
+	struct nmd		*nm;
+	struct ipc_conn		*conn;
+	int			 pid;
+	uint64_t		 starttime;	/* /proc/<pid>/stat field 22; 0 unknown */
+	int			 pidfd;		/* a process holder's; -1 otherwise */
+	struct event		*exited;
+	LIST_HEAD(, nm_hold)	 holds;
+};
+
 struct nmd {
 	struct event_base	*base;
 	const char		*rundir;
@@ -103,6 +133,17 @@ struct nmd {
 
 	struct ipc_server	*ipc;
 	struct nm_configfs	*configfs;
+
+	LIST_HEAD(, nm_holder)	 holders;
+	struct event		*repin_grace;	/* process holders' pins expire */
+
+	/* persist.c: <rundir>/nmd.state, rewritten after every change. */
+	char			*state_path;
+	uint64_t		 config_fingerprint;	/* of the files last loaded */
+	int			 state_batch;	/* > 0: changes are written at its end */
+	int			 state_dirty;
+	int			 state_frozen;	/* stopping: the file keeps what it has */
+	int			 state_failing;	/* the last write failed (logged once) */
 };
 
 /* items.c: the tree and its rules. */
@@ -126,6 +167,8 @@ size_t		 nm_linked_nodes(struct nmd *);
 size_t		 nm_nregions(struct nmd *);
 int		 nm_is_node(const struct nm_item *);
 int		 nm_is_region(const struct nm_item *);
+int		 nm_attr_setf(struct nmd *, struct nm_item *, const char *attr,
+		    const char *fmt, ...) __attribute__((__format__(printf, 4, 5)));
 
 /* api.c: nmd.sock. */
 void		 nm_api_start(struct nmd *);
@@ -138,6 +181,86 @@ struct cluster_conf *nm_parse_config(struct nmd *, const struct cc_node **self,
 int		 nm_load(struct nmd *, int initial, char ***applied, size_t *napplied,
 		    char ***refused, size_t *nrefused, char *err, size_t errlen);
 void		 nm_lines_free(char **lines, size_t n);
+
+/* holds.c: region references and node pins, and who holds them. */
+struct nm_holder *nm_holder_of_conn(struct nmd *, struct ipc_conn *);
+void		 nm_holder_conn_closed(struct nmd *, struct ipc_conn *);
+void		 nm_hold_take(struct nmd *, struct nm_holder *, enum nm_hold_kind,
+		    const char *name);
+int		 nm_hold_drop(struct nmd *, struct nm_holder *, enum nm_hold_kind,
+		    const char *name);
+int		 nm_hold_restore(struct nmd *, enum nm_hold_kind, const char *name,
+		    int pid, uint64_t starttime);
+void		 nm_holds_restored(struct nmd *);
+void		 nm_holds_free(struct nmd *);
+void		 nm_region_unref(struct nmd *, struct nm_item *, int persistent);
+const char	*nm_hold_kind_name(enum nm_hold_kind);
+int		 nm_hold_kind_parse(const char *, enum nm_hold_kind *);
+uint64_t	 nm_proc_starttime(int pid);
+
+/*
+ * state.c: the state file's format, version 1: one record a line,
+ * strings %XX-escaped, a CRC32 over everything before the "end" line.
+ */
+#define NM_STATE_VERSION	1
+
+struct nm_state_node {
+	char		 name[CC_NODE_NAME_MAX + 1];
+	int		 num_set, addr_set, port_set, local;
+	unsigned	 num;
+	uint32_t	 addr;		/* network order */
+	uint16_t	 port;
+};
+
+struct nm_state_region {
+	char		 name[CC_NODE_NAME_MAX + 1];
+	unsigned	 block_bytes;
+	uint64_t	 start_block;
+	unsigned	 blocks;
+	char		*dev;		/* NULL: not started */
+	int		 pid;
+	unsigned	 persistent_refs;
+};
+
+struct nm_state_hold {
+	enum nm_hold_kind kind;
+	char		 name[CC_NODE_NAME_MAX + 1];
+	int		 pid;
+	uint64_t	 starttime;
+};
+
+struct nm_state {
+	uint64_t	 config_fingerprint;
+	int		 has_cluster;
+	char		 cluster[CC_NODE_NAME_MAX + 1];
+	unsigned	 idle_timeout_ms, keepalive_delay_ms, reconnect_delay_ms;
+	enum cc_fence_method fence_method;
+	unsigned	 dead_threshold;
+	enum cc_hb_mode	 hb_mode;
+	unsigned	 hb_interval_ms;
+	char		**global_regions;
+	size_t		 nglobal_regions;
+	struct nm_state_node *nodes;
+	size_t		 nnodes;
+	struct nm_state_region *regions;
+	size_t		 nregions;
+	struct nm_state_hold *holds;
+	size_t		 nholds;
+};
+
+char		*nm_state_format(const struct nm_state *, size_t *len);
+int		 nm_state_parse(const char *buf, size_t len, struct nm_state *,
+		    char *err, size_t errlen);
+void		 nm_state_free(struct nm_state *);
+
+/* persist.c: the state file kept up to date, and taken up at start. */
+void		 nm_persist_init(struct nmd *);
+void		 nm_state_changed(struct nmd *);
+void		 nm_state_batch_begin(struct nmd *);
+void		 nm_state_batch_end(struct nmd *);
+void		 nm_state_freeze(struct nmd *);
+int		 nm_persist_restore(struct nmd *);
+uint64_t	 nm_config_files_fingerprint(const struct nmd *);
 
 /* configfs.c: the FUSE tree at <rundir>/config. */
 int		 nm_configfs_mount(struct nmd *, const char *mountpoint);

@@ -46,20 +46,6 @@ nm_lines_free(char **lines, size_t n)
 	free(lines);
 }
 
-static int __attribute__((__format__(printf, 4, 5)))
-set_attr(struct nmd *nm, struct nm_item *it, const char *name, const char *fmt, ...)
-{
-	const struct nm_attr *a = nm_item_attr(it, name, NULL);
-	char val[256];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(val, sizeof(val) - 1, fmt, ap);
-	va_end(ap);
-	strcat(val, "\n");
-	return nm_attr_write(nm, it, a, val, 1);
-}
-
 static void
 warn_line(const char *msg, void *arg)
 {
@@ -86,9 +72,9 @@ node_add(struct nmd *nm, const struct cc_node *cn, struct lines *ok, struct line
 		line_add(bad, "node %s: mkdir: %s", cn->name, strerror(rc));
 		return;
 	}
-	if ((rc = set_attr(nm, it, "ipv4_port", "%u", cn->port)) != 0 ||
-	    (rc = set_attr(nm, it, "ipv4_address", "%s", inet_ntoa(a))) != 0 ||
-	    (rc = set_attr(nm, it, "num", "%u", cn->num)) != 0) {
+	if ((rc = nm_attr_setf(nm, it, "ipv4_port", "%u", cn->port)) != 0 ||
+	    (rc = nm_attr_setf(nm, it, "ipv4_address", "%s", inet_ntoa(a))) != 0 ||
+	    (rc = nm_attr_setf(nm, it, "num", "%u", cn->num)) != 0) {
 		line_add(bad, "node %s: %s", cn->name, strerror(rc));
 		nm_rmdir(nm, it);
 		return;
@@ -138,7 +124,7 @@ apply_nodes(struct nmd *nm, const struct cluster_conf *cc, const struct cc_node 
 	}
 	it = nm_item_child(g, self->name);
 	if (it != NULL && !((struct nm_node *)it->obj)->local) {
-		if ((rc = set_attr(nm, it, "local", "1")) != 0)
+		if ((rc = nm_attr_setf(nm, it, "local", "1")) != 0)
 			line_add(bad, "node %s: local: %s", self->name, strerror(rc));
 		else
 			line_add(ok, "node %s is the local node", self->name);
@@ -153,7 +139,7 @@ apply_timeout(struct nmd *nm, struct nm_item *it, const char *name, unsigned cur
 
 	if (cur == want)
 		return;
-	if ((rc = set_attr(nm, it, name, "%u", want)) != 0)
+	if ((rc = nm_attr_setf(nm, it, name, "%u", want)) != 0)
 		line_add(bad, "%s %u -> %u refused: %s", name, cur, want,
 		    rc == EINVAL && nm_linked_nodes(nm) > 0 ?
 		    "peers are connected" : strerror(rc));
@@ -185,7 +171,7 @@ apply_cluster(struct nmd *nm, const struct cluster_conf *cc, struct lines *ok,
 	apply_timeout(nm, ci, "reconnect_delay_ms", c->reconnect_delay_ms,
 	    t->reconnect_delay_ms, ok, bad);
 	if (c->fence_method != t->fence_method) {
-		if ((rc = set_attr(nm, ci, "fence_method", "%s",
+		if ((rc = nm_attr_setf(nm, ci, "fence_method", "%s",
 		    cc_fence_method_name(t->fence_method))) != 0)
 			line_add(bad, "fence_method: %s", strerror(rc));
 		else
@@ -219,9 +205,9 @@ apply_heartbeat(struct nmd *nm, const struct cluster_conf *cc, struct lines *ok,
 			continue;
 		}
 		if (i == 2)
-			rc = set_attr(nm, hb, v[i].name, "%s", mode);
+			rc = nm_attr_setf(nm, hb, v[i].name, "%s", mode);
 		else
-			rc = set_attr(nm, hb, v[i].name, "%u", v[i].want);
+			rc = nm_attr_setf(nm, hb, v[i].name, "%u", v[i].want);
 		if (rc != 0)
 			line_add(bad, "heartbeat %s: %s", v[i].name, strerror(rc));
 		else if (i == 2)
@@ -256,10 +242,13 @@ nm_load(struct nmd *nm, int initial, char ***applied, size_t *napplied,
 	const struct cc_node *self;
 	struct cluster_conf *cc;
 	struct nm_item *ci;
+	uint64_t fingerprint;
 	int rc;
 
 	if (!initial)
 		notify_reloading();
+	/* Taken before parsing: a file changed meanwhile is applied again at restart. */
+	fingerprint = nm_config_files_fingerprint(nm);
 	if ((cc = nm_parse_config(nm, &self, err, errlen)) == NULL) {
 		snprintf(nm->last_reload_error, sizeof(nm->last_reload_error), "%s", err);
 		log_err("%s: configuration not loaded: %s", initial ? "start" : "reload", err);
@@ -268,6 +257,7 @@ nm_load(struct nmd *nm, int initial, char ***applied, size_t *napplied,
 			notify_ready();
 		return -1;
 	}
+	nm_state_batch_begin(nm);
 	if ((ci = nm_cluster_item(nm)) == NULL) {
 		if ((rc = nm_mkdir(nm, nm->subsys, cc->name, &ci)) != 0)
 			line_add(&bad, "cluster %s: %s", cc->name, strerror(rc));
@@ -280,6 +270,9 @@ nm_load(struct nmd *nm, int initial, char ***applied, size_t *napplied,
 		apply_nodes(nm, cc, self, &ok, &bad);
 	}
 	free(cc);
+	nm->config_fingerprint = fingerprint;
+	nm_state_changed(nm);
+	nm_state_batch_end(nm);
 
 	nm->last_reload_error[0] = '\0';
 	nm_api_publish_change(nm, NMD__CHANGE_OP__CHANGE_RELOADED, NULL, NULL, NULL);
