@@ -566,7 +566,7 @@ domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
 			fatalx("out of memory");
 		TAILQ_INSERT_TAIL(&dd->domains, d, entry);
 		d->state = DS_REGISTERING;
-		log_info("domain %s: joining (key 0x%08x)", name, key);
+		log_info("domain %s: joining (key 0x%08x)", d->logname, key);
 	}
 	mb = member_get(d, cl);
 	mb->refs++;
