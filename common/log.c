@@ -91,6 +91,63 @@ log_vlog(enum log_level lvl, int with_errno, const char *fmt, va_list ap)
 	errno = saved;
 }
 
+/* One byte as log_escape shows it; the length of that. */
+static size_t
+escape_one(unsigned char c, char out[4])
+{
+	static const char hex[] = "0123456789abcdef";
+
+	switch (c) {
+	case '\\': memcpy(out, "\\\\", 2); return 2;
+	case '\n': memcpy(out, "\\n", 2); return 2;
+	case '\t': memcpy(out, "\\t", 2); return 2;
+	case '\r': memcpy(out, "\\r", 2); return 2;
+	}
+	if (c >= 0x20 && c < 0x7f) {
+		out[0] = (char)c;
+		return 1;
+	}
+	out[0] = '\\';
+	out[1] = 'x';
+	out[2] = hex[c >> 4];
+	out[3] = hex[c & 0xf];
+	return 4;
+}
+
+const char *
+log_escape_mem(char *buf, size_t size, const void *s, size_t len)
+{
+	const unsigned char *p = s;
+	size_t i, o = 0, n, total = 0, room;
+	char one[4];
+
+	if (size == 0)
+		return buf;
+	for (i = 0; i < len; i++)
+		total += escape_one(p[i], one);
+	/* Cut short: keep room for the "..." that says so. */
+	room = total <= size - 1 || size - 1 < 3 ? size - 1 : size - 4;
+	for (i = 0; i < len; i++) {
+		n = escape_one(p[i], one);
+		if (o + n > room)
+			break;
+		memcpy(buf + o, one, n);
+		o += n;
+	}
+	if (i < len && size - 1 >= 3) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+const char *
+log_escape(char *buf, size_t size, const char *s)
+{
+	return log_escape_mem(buf, size, s, s == NULL ? 0 : strlen(s));
+}
+
 #define LOG_FN(fn, lvl, with_errno)				\
 void								\
 fn(const char *fmt, ...)					\

@@ -123,6 +123,7 @@ bast_client(struct dlm_lock *lk, int blocked)
 /* ---------------------------------------------------------- remote */
 
 struct proxy_ctx {
+	struct dlmd	*dlmd;
 	uint32_t	 key;
 	unsigned	 node;
 	uint8_t		*buf;
@@ -133,23 +134,48 @@ struct proxy_ctx {
 static void	proxy_send(struct dlm_domain *, struct proxy_ctx *);
 
 static void
+proxy_free(struct proxy_ctx *pc)
+{
+	dlmwire__msg__free_unpacked(pc->msg, NULL);
+	free(pc);
+}
+
+static void
+proxy_again(evutil_socket_t fd, short ev, void *arg)
+{
+	struct proxy_ctx *pc = arg;
+	struct dlm_domain *d = domain_find_key(pc->dlmd, pc->key);
+
+	(void)fd;
+	(void)ev;
+	if (d == NULL) {
+		proxy_free(pc);
+		return;
+	}
+	proxy_send(d, pc);
+}
+
+static void
 proxy_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 {
 	struct proxy_ctx *pc = arg;
+	struct timeval tv = { 0, DLM_RETRY_MS * 1000 };
 
 	(void)rep;
+	/* netd fails at once while the link is down: not in a busy loop. */
 	if (err != 0 && d != NULL && domain_is_member(d, pc->node) &&
 	    d->dlmd->live[pc->node] && (err == ENOTCONN || err == ECONNRESET)) {
-		log_debug("domain %s: PROXY_AST to node %u: %s; again", d->name,
-		    pc->node, strerror(err));
-		proxy_send(d, pc);
+		log_debug("domain %s: PROXY_AST to node %u: %s; again in %d ms",
+		    d->logname, pc->node, strerror(err), DLM_RETRY_MS);
+		if (event_base_once(d->dlmd->base, -1, EV_TIMEOUT, proxy_again, pc,
+		    &tv) == -1)
+			fatalx("event_base_once");
 		return;
 	}
 	if (err != 0 && d != NULL)
-		log_warnx("domain %s: PROXY_AST to node %u lost: %s", d->name,
+		log_warnx("domain %s: PROXY_AST to node %u lost: %s", d->logname,
 		    pc->node, strerror(err));
-	dlmwire__msg__free_unpacked(pc->msg, NULL);
-	free(pc);
+	proxy_free(pc);
 }
 
 static void
@@ -186,6 +212,8 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 	pc->msg = dlmwire__msg__unpack(NULL, len, buf);
 	free(buf);
 	pc->node = lk->node;
+	pc->dlmd = r->dom->dlmd;
+	pc->key = r->dom->key;
 	proxy_send(r->dom, pc);
 }
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "clusterconf.h"
+#include "log.h"
 #include "dlmwire.pb-c.h"
 #include "envelope.pb-c.h"
 
@@ -225,6 +226,7 @@ struct dlm_domain {
 	TAILQ_ENTRY(dlm_domain)	 entry;
 	struct dlmd		*dlmd;
 	char			 name[DLM_DOMAIN_MAX + 1];
+	char			 logname[LOG_ESC_SIZE(DLM_DOMAIN_MAX)];	/* a client's: escaped */
 	uint32_t		 key;
 	enum domain_state	 state;
 	uint8_t			 members[DLM_MAX_NODES];	/* domain map */
@@ -257,6 +259,9 @@ struct dlm_domain {
 	struct event		*reco_ev;
 	int			 registered;	/* netd handlers */
 	unsigned		 pending_regs;
+	/* lock.c: the last "cannot reach node N" line, and failures since */
+	uint64_t		 unreachable_at[DLM_MAX_NODES];
+	unsigned		 unreachable_more[DLM_MAX_NODES];
 };
 
 struct dlmd {

@@ -312,7 +312,7 @@ join_finish(struct dlm_domain *d, int status, const char *why)
 		d->join = NULL;
 	}
 	if (status != 0) {
-		log_warnx("domain %s: cannot join: %s", d->name, why);
+		log_warnx("domain %s: cannot join: %s", d->logname, why);
 		if (d->registered)
 			wire_domain_register(d, 0);
 		d->state = DS_GONE;
@@ -376,7 +376,7 @@ join_decide(struct dlm_domain *d)
 		for (n = 0; n < DLM_MAX_NODES; n++)
 			if (js->ok[n])
 				send_simple(d, n, WIRE_CANCEL_JOIN);
-		log_debug("domain %s: join attempt %u %s; backing off", d->name,
+		log_debug("domain %s: join attempt %u %s; backing off", d->logname,
 		    js->attempt, changed ? "saw the live map change" : "was refused");
 		d->joining = DLM_NODE_NONE;
 		join_later(d, 200 * (unsigned)(random() % 4));
@@ -396,7 +396,7 @@ join_decide(struct dlm_domain *d)
 	hbd_guard_update(dd);
 	domain_purge_start(d);
 	log_info("domain %s: joined with %u other node%s; directory is node %u",
-	    d->name, count, count == 1 ? "" : "s", d->directory);
+	    d->logname, count, count == 1 ? "" : "s", d->directory);
 	join_finish(d, 0, NULL);
 }
 
@@ -412,7 +412,7 @@ query_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 	if (err == ENOPROTOOPT) {
 		/* no such domain there */
 	} else if (err != 0) {
-		log_debug("domain %s: QUERY_JOIN to node %u: %s", d->name, node,
+		log_debug("domain %s: QUERY_JOIN to node %u: %s", d->logname, node,
 		    strerror(err));
 		js->refused = 1;
 	} else if (rep->status == JOIN_OK) {
@@ -421,7 +421,7 @@ query_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 			js->directory = rep->directory;
 	} else if (rep->status == JOIN_PROTOCOL_MISMATCH) {
 		log_warnx("domain %s: node %u speaks DLM protocol %u.%u, we %u.%u",
-		    d->name, node, rep->proto_major, rep->proto_minor,
+		    d->logname, node, rep->proto_major, rep->proto_minor,
 		    DLM_PROTO_MAJOR, DLM_PROTO_MINOR);
 		js->fatal = 1;
 	} else if (rep->status != JOIN_OK_NO_MAP)
@@ -441,7 +441,7 @@ join_attempt(struct dlm_domain *d)
 
 	if (!hbd_steady(dd) || !dd->netd_up || !d->registered) {
 		if (js->attempt == 0 && !js->waiting_logged) {
-			log_info("domain %s: waiting for %s", d->name, !dd->hbd_up ?
+			log_info("domain %s: waiting for %s", d->logname, !dd->hbd_up ?
 			    "hbd" : !hbd_steady(dd) ? "a steady heartbeat region" :
 			    "netd");
 			js->waiting_logged = 1;
@@ -488,7 +488,7 @@ domain_registered(struct dlm_domain *d, int ok)
 	}
 	if (!ok && d->state == DS_JOINED)
 		log_warnx("domain %s: could not register with netd again; other "
-		    "nodes cannot reach us in it", d->name);
+		    "nodes cannot reach us in it", d->logname);
 }
 
 static struct dlm_member *
@@ -546,6 +546,7 @@ domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
 		d = xcalloc(1, sizeof(*d));
 		d->dlmd = dd;
 		snprintf(d->name, sizeof(d->name), "%s", name);
+		log_escape(d->logname, sizeof(d->logname), d->name);
 		d->key = key;
 		d->joining = DLM_NODE_NONE;
 		d->directory = DLM_NODE_NONE;
@@ -565,7 +566,7 @@ domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
 			fatalx("out of memory");
 		TAILQ_INSERT_TAIL(&dd->domains, d, entry);
 		d->state = DS_REGISTERING;
-		log_info("domain %s: joining (key 0x%08x)", name, key);
+		log_info("domain %s: joining (key 0x%08x)", d->logname, key);
 	}
 	mb = member_get(d, cl);
 	mb->refs++;
@@ -642,7 +643,7 @@ h_assert_joined(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 		d->joining = DLM_NODE_NONE;
 	if (from < DLM_MAX_NODES && !d->members[from]) {
 		d->members[from] = 1;
-		log_info("domain %s: node %u joins", d->name, from);
+		log_info("domain %s: node %u joins", d->logname, from);
 		domain_publish(d, DLMD__DOMAIN_EVENT_KIND__NODE_JOINED, from);
 	}
 	rep->status = WS_OK;
@@ -672,7 +673,7 @@ leave_done(struct dlm_domain *d)
 {
 	struct dlmd *dd = d->dlmd;
 
-	log_info("domain %s: left", d->name);
+	log_info("domain %s: left", d->logname);
 	wire_domain_register(d, 0);
 	d->state = DS_GONE;
 	/* before the leaver hears it is out: it may stop its heartbeat next */
@@ -755,7 +756,7 @@ domain_start_leave(struct dlm_domain *d)
 	for (n = 0; n < DLM_MAX_NODES; n++)
 		if (d->members[n] && n != d->dlmd->local_node)
 			others++;
-	log_info("domain %s: leaving (%u other member%s)", d->name, others,
+	log_info("domain %s: leaving (%u other member%s)", d->logname, others,
 	    others == 1 ? "" : "s");
 	d->leave = xcalloc(1, sizeof(*d->leave));
 	leave_step(d);
@@ -794,7 +795,7 @@ h_exit_domain(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 				dir_drop(d, e->name, e->namelen);
 		}
 	}
-	log_info("domain %s: node %u leaves", d->name, from);
+	log_info("domain %s: node %u leaves", d->logname, from);
 	domain_publish(d, DLMD__DOMAIN_EVENT_KIND__NODE_LEFT, from);
 	domain_retry(d);
 }
@@ -808,7 +809,7 @@ domain_node_down(struct dlm_domain *d, unsigned node)
 		d->joining = DLM_NODE_NONE;
 	if (!domain_is_member(d, node) || node == d->dlmd->local_node)
 		return;
-	log_warnx("domain %s: node %u died; recovering its locks", d->name, node);
+	log_warnx("domain %s: node %u died; recovering its locks", d->logname, node);
 	/* The filesystem hears of the death before recovery starts. */
 	domain_publish(d, DLMD__DOMAIN_EVENT_KIND__NODE_DOWN, node);
 	d->members[node] = 0;

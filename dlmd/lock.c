@@ -9,6 +9,9 @@
  * A request that bounces (the master moved, is migrating, or a link is
  * down) is driven again by the domain's retry timer; during recovery
  * nothing is sent, and recovery drives every lock again when it ends.
+ * As o2dlm, a request to a node netd cannot reach waits so until the link
+ * is back or the node is declared dead and recovered; unlike its line
+ * per failure, one line per node per UNREACHABLE_LOG_MS says so.
  * The master deduplicates by cookie, so sending twice never grants twice.
  */
 #include <errno.h>
@@ -23,6 +26,8 @@
 #include "util.h"
 
 static void	res_lookup(struct dlm_res *);
+
+#define UNREACHABLE_LOG_MS	10000
 
 static uint64_t
 next_cookie(struct dlmd *dd)
@@ -78,6 +83,32 @@ domain_retry(struct dlm_domain *d)
 		}
 }
 
+/*
+ * netd could not carry a request of ours to node: log it, rate-limited.
+ * ENOPROTOOPT is no transport failure (the node left the domain).
+ */
+static void
+note_unreachable(struct dlm_domain *d, unsigned node, int err, const char *what,
+    const struct dlm_res *r)
+{
+	uint64_t now = now_ms();
+
+	if (err == 0 || err == ENOPROTOOPT || node >= DLM_MAX_NODES)
+		return;
+	if (d->unreachable_at[node] != 0 &&
+	    now - d->unreachable_at[node] < UNREACHABLE_LOG_MS) {
+		d->unreachable_more[node]++;
+		return;
+	}
+	log_warnx("domain %s: %s of %s to node %u failed: %s; it waits, sent "
+	    "again every %d ms until node %u is linked again or recovered "
+	    "(%u more such failures since the last line)", d->logname, what,
+	    res_printable(r), node,
+	    strerror(err), DLM_RETRY_MS, node, d->unreachable_more[node]);
+	d->unreachable_at[node] = now;
+	d->unreachable_more[node] = 0;
+}
+
 /* ---------------------------------------------------------- lookups */
 
 /* The master is known: send what waited for it. */
@@ -97,12 +128,14 @@ res_master_known(struct dlm_res *r)
 struct lookup_ctx {
 	uint8_t		name[DLM_NAME_MAX];
 	size_t		namelen;
+	unsigned	node;		/* the directory asked */
 };
 
 static void
 lookup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 {
 	struct lookup_ctx *lc = arg;
+	unsigned node = lc->node;
 	struct dlm_res *r;
 
 	if (d == NULL || (r = res_find(d, lc->name, lc->namelen)) == NULL ||
@@ -116,6 +149,7 @@ lookup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 		d->directory = (uint8_t)rep->directory;
 	if (err != 0 || rep->status != WS_OK || rep->master >= DLM_MAX_NODES) {
 		/* Directory dead, moving or recovering: later. */
+		note_unreachable(d, node, err, "the lookup", r);
 		TAILQ_INSERT_TAIL(&d->lookups, r, wait_entry);
 		retry_later(d);
 		return;
@@ -139,6 +173,7 @@ res_lookup(struct dlm_res *r)
 	lc = xcalloc(1, sizeof(*lc));
 	memcpy(lc->name, r->name, r->namelen);
 	lc->namelen = r->namelen;
+	lc->node = d->directory;
 	m.name.data = r->name;
 	m.name.len = r->namelen;
 	wire_send(d, d->directory, WIRE_LOOKUP, &m, lookup_done, lc);
@@ -226,11 +261,22 @@ struct op_ctx {
 	uint64_t	cookie;
 	enum lock_op	op;
 	int		cancel;
+	unsigned	node;		/* the master it went to */
 };
+
+static const char *
+op_name(enum lock_op op, int cancel)
+{
+	if (cancel)
+		return "a cancel";
+	return op == OP_NEW ? "a new lock" : op == OP_CONVERT ? "a convert" :
+	    "an unlock";
+}
 
 /* A reply that says to go elsewhere or later; 1 when it was one. */
 static int
-bounced(struct dlm_lock *lk, int err, const Dlmwire__Msg *rep)
+bounced(struct dlm_lock *lk, const struct op_ctx *oc, int err,
+    const Dlmwire__Msg *rep)
 {
 	struct dlm_domain *d = lk->res->dom;
 
@@ -248,6 +294,7 @@ bounced(struct dlm_lock *lk, int err, const Dlmwire__Msg *rep)
 		 * recovery drives us again; otherwise look again. */
 		if (err == ENOPROTOOPT)
 			res_forget_master(lk->res);
+		note_unreachable(d, oc->node, err, op_name(oc->op, oc->cancel), lk->res);
 		retry_later(d);
 		return 1;
 	}
@@ -271,7 +318,7 @@ op_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 			return;
 		}
 		lk->cancel = 1;
-		if (!bounced(lk, err, rep)) {
+		if (!bounced(lk, oc, err, rep)) {
 			lk->cancel = 0;
 			client_reply(lk, rep->status == WS_ALREADY ? EALREADY : 0,
 			    rep->status == WS_ALREADY ? "the request was granted "
@@ -285,10 +332,12 @@ op_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 		free(oc);
 		return;		/* answered already, by a PROXY_AST */
 	}
-	free(oc);
 	lk->op_sent = 0;
-	if (bounced(lk, err, rep))
+	if (bounced(lk, oc, err, rep)) {
+		free(oc);
 		return;
+	}
+	free(oc);
 	switch (lk->op) {
 	case OP_NEW:
 	case OP_CONVERT:
@@ -322,7 +371,7 @@ op_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 			break;
 		default:
 			log_warnx("domain %s: %s of %s refused by node %u (%d)",
-			    d->name, lk->op == OP_NEW ? "lock" : "convert",
+			    d->logname, lk->op == OP_NEW ? "lock" : "convert",
 			    res_printable(lk->res), lk->res->master, rep->status);
 			lk->op = OP_NONE;
 			lk->convert_mode = DLM_IV;
@@ -359,6 +408,7 @@ drive_remote(struct dlm_lock *lk)
 		oc = xcalloc(1, sizeof(*oc));
 		oc->cookie = lk->cookie;
 		oc->cancel = 1;
+		oc->node = r->master;
 		lk->cancel = 2;
 		m.flags = DLM_FL_CANCEL;
 		wire_send(r->dom, r->master, WIRE_UNLOCK_LOCK, &m, op_done, oc);
@@ -389,6 +439,7 @@ drive_remote(struct dlm_lock *lk)
 	oc = xcalloc(1, sizeof(*oc));
 	oc->cookie = lk->cookie;
 	oc->op = lk->op;
+	oc->node = r->master;
 	lk->op_sent = 1;
 	lk->op_master = r->master;
 	wire_send(r->dom, r->master, type, &m, op_done, oc);
@@ -628,7 +679,7 @@ h_proxy_ast(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 
 	if (lk == NULL || lk->owner == NULL) {
 		log_debug("domain %s: PROXY_AST from node %u for unknown lock %016llx",
-		    d->name, from, (unsigned long long)m->cookie);
+		    d->logname, from, (unsigned long long)m->cookie);
 		rep->status = WS_BAD;
 		return;
 	}

@@ -48,7 +48,7 @@ backup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 	if (d != NULL && (lk = lock_find(d, bc->cookie)) != NULL && lk->bk_state == 1) {
 		if (err != 0)
 			log_debug("domain %s: no backup of the value block of %s (%s)",
-			    d->name, res_printable(lk->res), strerror(err));
+			    d->logname, res_printable(lk->res), strerror(err));
 		lk->bk_state = 2;
 		lock_drive(lk);
 	}

@@ -124,7 +124,7 @@ migrated(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 	if (d != NULL && (r = res_find(d, mc->name, mc->namelen)) != NULL &&
 	    r->migrating == 2) {
 		if (err == 0 && rep->status == WS_OK) {
-			log_debug("domain %s: %s now mastered by node %u", d->name,
+			log_debug("domain %s: %s now mastered by node %u", d->logname,
 			    res_printable(r), mc->target);
 			if (d->directory == d->dlmd->local_node)
 				dir_set(d, mc->name, mc->namelen, mc->target);
@@ -225,7 +225,7 @@ handed(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 			d->directory = (uint8_t)hc->target;
 		else
 			log_warnx("domain %s: directory handoff to node %u failed: "
-			    "the next recovery rebuilds it", d->name, hc->target);
+			    "the next recovery rebuilds it", d->logname, hc->target);
 	}
 	if (hc->fn != NULL)
 		hc->fn(d, err, rep, NULL);
@@ -283,7 +283,7 @@ dir_handoff(struct dlm_domain *d, unsigned *outstanding, wire_reply_fn *fn)
 		}
 	send_chunk(d, target, rs, n, 1, outstanding, fn);
 	wire_free_resources(rs, n);
-	log_info("domain %s: directory handed to node %u", d->name, target);
+	log_info("domain %s: directory handed to node %u", d->logname, target);
 	return 1;
 }
 
@@ -360,7 +360,7 @@ h_migrate(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 		r->lvb_version = rs->lvb_version;
 		r->lvb_valid = rs->lvb_valid;
 	}
-	log_debug("domain %s: took over %s from node %u", d->name, res_printable(r), from);
+	log_debug("domain %s: took over %s from node %u", d->logname, res_printable(r), from);
 	grant_shuffle(r);
 	res_master_known(r);
 	rep->status = WS_OK;
@@ -381,7 +381,7 @@ h_dir_handoff(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 	if (m->done) {
 		d->directory = d->dlmd->local_node;
 		log_info("domain %s: node %u handed us the directory (%llu entries)",
-		    d->name, from, (unsigned long long)d->ndirents);
+		    d->logname, from, (unsigned long long)d->ndirents);
 	}
 	rep->status = WS_OK;
 }

@@ -135,7 +135,7 @@ reco_node_down(struct dlm_domain *d, unsigned node)
 		}
 	if (d->reco != NULL) {
 		log_info("domain %s: node %u died during recovery; starting over",
-		    d->name, node);
+		    d->logname, node);
 		reco_free(d);
 	}
 	reco_begin_if_master(d);
@@ -237,7 +237,7 @@ data_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 	rs = d->reco;
 	if (err != 0 || rep->status != WS_OK) {
 		log_info("domain %s: node %u did not give its recovery data (%s); "
-		    "asking again", d->name, rc->node, err ? strerror(err) : "refused");
+		    "asking again", d->logname, rc->node, err ? strerror(err) : "refused");
 		free(rc);
 		reco_free(d);
 		reco_later(d);
@@ -292,7 +292,7 @@ finalize_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 	free(rc);
 	if (--d->reco->outstanding > 0)
 		return;
-	log_info("domain %s: recovery finished", d->name);
+	log_info("domain %s: recovery finished", d->logname);
 	reco_free(d);
 	/* Deaths during the finalize: another round. */
 	reco_begin_if_master(d);
@@ -309,7 +309,7 @@ reco_start(struct dlm_domain *d)
 	epoch_seq = (d->reco_epoch >> 8) > epoch_seq ? d->reco_epoch >> 8 : epoch_seq;
 	rs->epoch = (++epoch_seq << 8) | d->dlmd->local_node;
 	memcpy(rs->members, d->members, sizeof(rs->members));
-	log_info("domain %s: recovery master, epoch %llu", d->name,
+	log_info("domain %s: recovery master, epoch %llu", d->logname,
 	    (unsigned long long)rs->epoch);
 	members_msg(d, &m, buf);
 	send_all(d, WIRE_BEGIN_RECO, &m, begin_done);
@@ -437,7 +437,7 @@ reco_install(struct dlm_domain *d)
 			if (r->reco_seen)
 				r->lvb_valid = r->reco_strong;
 	log_info("domain %s: recovered %u resource%s; directory rebuilt "
-	    "(%llu entries)", d->name, recovered, recovered == 1 ? "" : "s",
+	    "(%llu entries)", d->logname, recovered, recovered == 1 ? "" : "s",
 	    (unsigned long long)d->ndirents);
 }
 
@@ -574,7 +574,7 @@ h_finalize_reco(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 	for (n = 0; n < DLM_MAX_NODES; n++)
 		if (d->dead[n] && !alive[n]) {
 			d->dead[n] = 0;
-			log_info("domain %s: node %u recovered", d->name, n);
+			log_info("domain %s: node %u recovered", d->logname, n);
 			domain_publish(d, DLMD__DOMAIN_EVENT_KIND__RECOVERY_DONE, n);
 		}
 	d->reco_master = DLM_NODE_NONE;

@@ -152,7 +152,7 @@ handle_local(struct dlm_domain *d, uint32_t type, unsigned from,
 	}
 	if ((m = dlmwire__msg__unpack(NULL, len, payload)) == NULL) {
 		log_warnx("%s from node %u in domain %s: does not decode; refused",
-		    wire_type_name(type), from, d->name);
+		    wire_type_name(type), from, d->logname);
 		*status = EBADMSG;
 		return 0;
 	}
@@ -296,7 +296,7 @@ on_registered(const Envelope *rep, void *arg)
 		d->pending_regs--;
 		if (rep == NULL || rep->status != 0) {
 			log_warnx("domain %s: netd refused our handler (key 0x%08x): %s",
-			    d->name, d->key, rep == NULL ? "netd went away" :
+			    d->logname, d->key, rep == NULL ? "netd went away" :
 			    rep->error[0] ? rep->error : strerror(rep->status));
 			domain_registered(d, 0);
 		} else if (d->pending_regs == 0)

@@ -242,8 +242,6 @@ link_state_of(struct netd *nd, struct netd_node *n)
 {
 	if (n->num == nd->self)
 		return NETD__LINK_STATE__LINK_SELF;
-	if (n->refused)
-		return NETD__LINK_STATE__LINK_REFUSED;
 	if (n->link == NULL)
 		return NETD__LINK_STATE__LINK_DOWN;
 	switch (n->link->state) {

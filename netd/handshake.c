@@ -1,14 +1,16 @@
 /*
  * The handshake: the first frame each side sends on a new link. As in
  * o2net, values that must agree cluster-wide are compared here, and a
- * link that disagrees is refused with a line that names both values;
- * link.c then keeps it refused until the peer's heartbeat goes down and
- * up (an admin fixes the config and restarts that node).
+ * link that disagrees is refused with a line that names both values
+ * (the peer's escaped: it is the peer's text). link.c refuses that one
+ * connection only; the connector tries again until an admin fixes the
+ * configuration.
  */
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "log.h"
 #include "netd.h"
 
 void
@@ -50,6 +52,7 @@ int
 hs_check(const struct hs_params *ours, unsigned self, unsigned peer,
     const Netd__Handshake *theirs, char *why, size_t len)
 {
+	char name[LOG_ESC_SIZE(CC_CLUSTER_NAME_MAX)];
 	unsigned a, b;
 	size_t i;
 
@@ -59,8 +62,10 @@ hs_check(const struct hs_params *ours, unsigned self, unsigned peer,
 		return -1;
 	}
 	if (strcmp(theirs->cluster, ours->cluster) != 0) {
-		snprintf(why, len, "node %u is in cluster \"%.16s\", but we are in "
-		    "cluster \"%s\"", peer, theirs->cluster, ours->cluster);
+		snprintf(why, len, "node %u is in cluster \"%s\", but we are in "
+		    "cluster \"%s\"", peer, log_escape_mem(name, sizeof(name),
+		    theirs->cluster, strnlen(theirs->cluster, CC_CLUSTER_NAME_MAX)),
+		    ours->cluster);
 		return -1;
 	}
 	if (theirs->from_node != peer) {

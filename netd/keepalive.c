@@ -4,7 +4,12 @@
  * receive silence we send one keepalive (the peer answers); after
  * idle_timeout_ms of silence the link counts as lost for quorum, but the
  * socket stays, and traffic that resumes before quorum decides makes it
- * count again. A connection still in its handshake after idle_timeout_ms
+ * count again. Once the link has been silent for the quorum delay
+ * beyond that too, quorum has decided (o2quo's still-up check) and this
+ * node runs on: the link is closed, so that its requests fail with
+ * EHOSTDOWN instead of waiting for a peer that may never answer on it
+ * (a partition that leaves both sides in quorum), and the connector
+ * dials again. A connection still in its handshake after idle_timeout_ms
  * is closed: a peer that cannot finish a handshake in the time a live
  * link may stay silent is dead or hostile (a slow-loris).
  */
@@ -40,19 +45,32 @@ idle_fire(evutil_socket_t fd, short ev, void *arg)
 {
 	struct link *l = arg;
 	struct netd *nd = l->nd;
+	uint64_t idle = now_ms() - l->last_rx_ms;
+	uint64_t give_up = (uint64_t)nd->idle_timeout_ms + nd->quo.delay_ms;
 	struct timeval tv;
+	char why[160];
 
 	(void)fd;
 	(void)ev;
+	if (idle >= give_up) {
+		snprintf(why, sizeof(why), "idle for %.3f secs, past the idle "
+		    "timeout and the quorum delay (%u ms)", (double)idle / 1000.0,
+		    nd->quo.delay_ms);
+		link_close(l, why);
+		return;
+	}
 	log_warnx("connection to node %u (%s) has been idle for %.3f secs",
-	    l->node->num, l->node->name, (double)(now_ms() - l->last_rx_ms) / 1000.0);
+	    l->node->num, l->node->name, (double)idle / 1000.0);
 	if (!l->timed_out) {
 		l->timed_out = 1;
 		api_publish_link(nd, l->node->num, NETD__LINK_STATE__LINK_IDLE,
 		    "idle timeout");
 		fence_check(nd, quo_conn_err(&nd->quo, l->node->num, now_ms()));
+		if (l->closing)
+			return;		/* fenced: every link went */
 	}
-	ms_tv(nd->idle_timeout_ms, &tv);
+	ms_tv(give_up - idle < nd->idle_timeout_ms ? (unsigned)(give_up - idle) :
+	    nd->idle_timeout_ms, &tv);
 	evtimer_add(l->idle_timer, &tv);
 }
 
@@ -66,8 +84,8 @@ hs_fire(evutil_socket_t fd, short ev, void *arg)
 	(void)ev;
 	snprintf(why, sizeof(why), "no complete handshake within %u ms",
 	    l->nd->idle_timeout_ms);
-	log_warnx("node %u: %s, closing the link", l->node->num, why);
-	link_close(l, why, 0);
+	link_log_failure(l, "node %u: %s, closing the link", l->node->num, why);
+	link_close(l, why);
 }
 
 void

@@ -6,6 +6,13 @@
  * peer by its source address alone and refuses anyone else. A link is up
  * once both handshakes agree (and, with a cluster key, both proofs
  * verify); then requests flow (rpc.c) and keepalive.c watches it.
+ *
+ * A connection that fails before that is refused alone: nothing about
+ * its node changes, for anyone on the node's host (or, without a key,
+ * anyone who can use its address) can make one. The connector tries
+ * again every reconnect_delay_ms, so a real peer whose link dropped is
+ * back at its next attempt, and a misconfigured one keeps being refused
+ * with the reason on both sides, rate-limited (refusal.c).
  */
 #include <sys/socket.h>
 
@@ -33,6 +40,7 @@ static void	link_schedule_connect(struct netd *, struct netd_node *);
 static void	expire_arm(struct netd *, struct netd_node *);
 
 #define ATTEMPT_LOG_MS	5000	/* failed connects: one line at most this often */
+#define ACCEPTING_MAX	4	/* unauthenticated connections per node */
 
 static const char *
 addr_str(uint32_t addr, char *buf, size_t len)
@@ -77,11 +85,11 @@ link_flush(evutil_socket_t fd, short ev, void *arg)
 	stream_flush(l->st);
 	if (stream_queued(l->st) > LINK_OUTQ_MAX)
 		link_close(l, "the peer stopped reading (send queue over the "
-		    "limit)", 0);
+		    "limit)");
 }
 
 static struct link *
-link_new(struct netd *nd, struct netd_node *node, int fd, int outgoing)
+link_new(struct netd *nd, struct netd_node *node, int fd, int outgoing, uint32_t addr)
 {
 	struct link *l = xcalloc(1, sizeof(*l));
 	size_t i;
@@ -89,6 +97,7 @@ link_new(struct netd *nd, struct netd_node *node, int fd, int outgoing)
 	l->nd = nd;
 	l->node = node;
 	l->outgoing = outgoing;
+	l->addr = addr;
 	l->gen = ++nd->next_link_gen;
 	l->state = outgoing ? LS_CONNECTING : LS_HANDSHAKE;
 	TAILQ_INIT(&l->sent);
@@ -98,7 +107,12 @@ link_new(struct netd *nd, struct netd_node *node, int fd, int outgoing)
 	l->flush_ev = event_new(nd->base, -1, 0, link_flush, l);
 	if (l->flush_ev == NULL)
 		fatalx("out of memory for a link");
-	node->link = l;
+	if (outgoing) {
+		node->link = l;
+	} else {
+		TAILQ_INSERT_TAIL(&node->accepting, l, accept_entry);
+		node->naccepting++;
+	}
 	return l;
 }
 
@@ -171,12 +185,12 @@ send_handshake(struct link *l)
 }
 
 /*
- * Tear a link down. Its requests in flight fail with EHOSTDOWN at once;
- * a persistent refusal (handshake mismatch, wrong key) holds until the
- * peer's heartbeat goes down and up; otherwise the connector retries.
+ * Tear a connection down. A link's requests in flight fail with
+ * EHOSTDOWN at once, and the connector tries again; an accepted
+ * connection that never authenticated was nobody's link and just goes.
  */
 void
-link_close(struct link *l, const char *why, int persistent)
+link_close(struct link *l, const char *why)
 {
 	struct netd *nd = l->nd;
 	struct netd_node *n = l->node;
@@ -188,8 +202,14 @@ link_close(struct link *l, const char *why, int persistent)
 	stream_free(l->st);
 	event_del(l->flush_ev);
 	ka_link_free(l);
-	if (n->link == l)
-		n->link = NULL;
+	if (event_base_once(nd->base, -1, EV_TIMEOUT, link_reap, l, NULL) == -1)
+		fatalx("cannot schedule freeing a link");
+	if (n->link != l) {
+		TAILQ_REMOVE(&n->accepting, l, accept_entry);
+		n->naccepting--;
+		return;
+	}
+	n->link = NULL;
 	snprintf(n->last_error, sizeof(n->last_error), "%s", why);
 	if (was_up) {
 		log_warnx("no longer connected to node %u (%s): %s", n->num,
@@ -200,15 +220,8 @@ link_close(struct link *l, const char *why, int persistent)
 		fence_check(nd, quo_conn_err(&nd->quo, n->num, now_ms()));
 	}
 	rpc_link_lost(nd, l);
-	if (persistent) {
-		n->refused = 1;
-		rpc_node_unreachable(nd, n, ENOTCONN);
-		api_publish_link(nd, n->num, NETD__LINK_STATE__LINK_REFUSED, why);
-	} else if (was_up) {
+	if (was_up)
 		api_publish_link(nd, n->num, NETD__LINK_STATE__LINK_DOWN, why);
-	}
-	if (event_base_once(nd->base, -1, EV_TIMEOUT, link_reap, l, NULL) == -1)
-		fatalx("cannot schedule freeing a link");
 	link_schedule_connect(nd, n);
 	expire_arm(nd, n);
 }
@@ -225,6 +238,7 @@ link_established(struct link *l)
 	n->last_error[0] = '\0';
 	n->failed_attempts = 0;
 	n->attempt_logged_ms = 0;
+	n->expired = 0;
 	evtimer_del(n->expire_timer);
 	ka_link_start(l);
 	log_info("%s node %u (%s) at %s:%u%s", l->outgoing ? "connected to" :
@@ -239,6 +253,42 @@ link_established(struct link *l)
 	fence_check(nd, quo_conn_up(&nd->quo, n->num));
 }
 
+/* Every unauthenticated connection of n goes, as one more has authenticated. */
+static void
+close_candidates(struct netd_node *n, const char *why)
+{
+	struct link *c;
+
+	while ((c = TAILQ_FIRST(&n->accepting)) != NULL)
+		link_close(c, why);
+}
+
+/*
+ * l passed every check (with a key, proved it): only now may it speak
+ * for its node. An accepted one becomes the node's link unless the node
+ * has one already or stopped heartbeating meanwhile.
+ */
+static void
+link_authenticated(struct link *l)
+{
+	struct netd_node *n = l->node;
+
+	if (!l->outgoing) {
+		if (n->link != NULL || !n->hb_up) {
+			link_log_failure(l, "refusing a connection: node %u (%s) %s",
+			    n->num, n->name, n->link != NULL ? "already has a link" :
+			    "is not heartbeating");
+			link_close(l, "refused");
+			return;
+		}
+		TAILQ_REMOVE(&n->accepting, l, accept_entry);
+		n->naccepting--;
+		n->link = l;
+		close_candidates(n, "another connection authenticated first");
+	}
+	link_established(l);
+}
+
 /* ---------------------------------------------------------- frames in */
 
 static void
@@ -251,23 +301,23 @@ on_handshake(struct link *l, const struct wire_hdr *h, const uint8_t *p)
 	char why[512];
 
 	if (l->got_hs) {
-		link_close(l, "a second handshake", 0);
+		link_close(l, "a second handshake");
 		return;
 	}
 	if ((hs = netd__handshake__unpack(NULL, h->len, p)) == NULL) {
-		link_close(l, "a handshake that does not decode", 0);
+		link_close(l, "a handshake that does not decode");
 		return;
 	}
 	if (hs_check(&nd->hs, nd->self, l->node->num, hs, why, sizeof(why)) == -1) {
-		log_warnx("%s. Disconnecting.", why);
+		link_log_failure(l, "%s. Disconnecting.", why);
 		netd__handshake__free_unpacked(hs, NULL);
-		link_close(l, why, 1);
+		link_close(l, why);
 		return;
 	}
 	l->got_hs = 1;
 	if (!nd->auth) {
 		netd__handshake__free_unpacked(hs, NULL);
-		link_established(l);
+		link_authenticated(l);
 		return;
 	}
 	memcpy(l->peer_nonce, hs->nonce.data, AUTH_NONCE_LEN);
@@ -291,11 +341,11 @@ on_auth(struct link *l, const struct wire_hdr *h, const uint8_t *p)
 	int ok;
 
 	if (!nd->auth || !l->got_hs || l->got_proof) {
-		link_close(l, "an unexpected auth frame", 0);
+		link_close(l, "an unexpected auth frame");
 		return;
 	}
 	if ((ap = netd__auth_proof__unpack(NULL, h->len, p)) == NULL) {
-		link_close(l, "an auth frame that does not decode", 0);
+		link_close(l, "an auth frame that does not decode");
 		return;
 	}
 	auth_proof(nd->key, l->node->num, nd->self, l->peer_nonce, l->nonce, want);
@@ -304,13 +354,13 @@ on_auth(struct link *l, const struct wire_hdr *h, const uint8_t *p)
 	if (!ok) {
 		snprintf(why, sizeof(why), "node %u does not prove that it knows "
 		    "the cluster key (a wrong key?)", l->node->num);
-		log_warnx("%s. Disconnecting.", why);
-		link_close(l, why, 1);
+		link_log_failure(l, "%s. Disconnecting.", why);
+		link_close(l, why);
 		return;
 	}
 	l->got_proof = 1;
 	l->rx_keyed = 1;
-	link_established(l);
+	link_authenticated(l);
 }
 
 static void
@@ -360,15 +410,16 @@ dispatch_frame(struct link *l, const struct wire_hdr *h, const uint8_t *payload)
 		if (fh->up != (l->state == LS_UP)) {
 			snprintf(why, sizeof(why), "a %s frame %s the handshake",
 			    wire_magic_name(h->magic), fh->up ? "before" : "after");
-			log_warnx("node %u sent %s, closing the link", l->node->num, why);
-			link_close(l, why, 0);
+			link_log_failure(l, "node %u sent %s, closing the link",
+			    l->node->num, why);
+			link_close(l, why);
 			return;
 		}
 		fh->fn(l, h, payload);
 		return;
 	}
 	/* wire_peek lets only known magics through. */
-	link_close(l, "a frame of unknown kind", 0);
+	link_close(l, "a frame of unknown kind");
 }
 
 /* Every whole frame in the input, checked and dispatched in place. */
@@ -390,14 +441,16 @@ link_read(struct stream *st, void *arg)
 			return;
 		}
 		if (rc == -1) {
-			log_warnx("node %u sent %s, closing the link", l->node->num, why);
-			link_close(l, why, 0);
+			link_log_failure(l, "node %u sent %s, closing the link",
+			    l->node->num, why);
+			link_close(l, why);
 			return;
 		}
 		if (l->rx_keyed &&
 		    auth_check_frame(&l->auth, frame, flen, &h, why, sizeof(why)) == -1) {
-			log_warnx("node %u sent %s, closing the link", l->node->num, why);
-			link_close(l, why, 0);
+			link_log_failure(l, "node %u sent %s, closing the link",
+			    l->node->num, why);
+			link_close(l, why);
 			return;
 		}
 		ka_link_rx(l);
@@ -430,6 +483,28 @@ attempt_failed(struct netd *nd, struct netd_node *n, const char *why)
 	n->failed_attempts = 0;
 }
 
+/*
+ * Why a connection failed: for our own attempt, in attempt_failed's
+ * lines; for one we accepted and that never authenticated, in
+ * refusal.c's, by source address; for a link, always.
+ */
+void
+link_log_failure(struct link *l, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (l->state == LS_UP)
+		log_warnx("%s", msg);
+	else if (l->outgoing)
+		attempt_failed(l->nd, l->node, msg);
+	else
+		refusal_log(l->nd, l->addr, "%s", msg);
+}
+
 static void
 link_connected(struct stream *st, void *arg)
 {
@@ -456,8 +531,8 @@ link_error(struct stream *st, int err, void *arg)
 	if (l->outgoing && l->state != LS_UP)
 		attempt_failed(l->nd, l->node, why);
 	else if (l->state == LS_HANDSHAKE)
-		log_info("link from node %u %s", l->node->num, why);
-	link_close(l, why, 0);
+		link_log_failure(l, "link from node %u %s", l->node->num, why);
+	link_close(l, why);
 }
 
 /* ---------------------------------------------------------- connecting */
@@ -465,7 +540,7 @@ link_error(struct stream *st, int err, void *arg)
 static int
 should_connect(struct netd *nd, struct netd_node *n)
 {
-	return n->configured && n->hb_up && !n->refused && n->link == NULL &&
+	return n->configured && n->hb_up && n->link == NULL &&
 	    !nd->fenced && nd->self > n->num && nd->listen_fd != -1;
 }
 
@@ -498,7 +573,7 @@ link_connect(struct netd *nd, struct netd_node *n)
 	set_nodelay(fd);
 	peer.sin_addr.s_addr = n->addr;
 	peer.sin_port = htons(n->port);
-	l = link_new(nd, n, fd, 1);
+	l = link_new(nd, n, fd, 1, n->addr);
 	/* A peer that never answers the SYN gets no more time than one
 	 * that never finishes its handshake. */
 	ka_hs_start(l);
@@ -507,7 +582,7 @@ link_connect(struct netd *nd, struct netd_node *n)
 	if (stream_connect(l->st, (struct sockaddr *)&peer, sizeof(peer),
 	    link_connected) == -1) {
 		/* Failures after the attempt started come to link_error. */
-		link_close(l, "connect failed at once", 0);
+		link_close(l, "connect failed at once");
 	}
 }
 
@@ -545,23 +620,27 @@ expire_timer_cb(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	if (n->link != NULL && n->link->state == LS_UP)
+	if (link_is_up(n))
 		return;
+	n->expired = 1;
 	log_warnx("no connection established with node %u (%s) after %.1f "
 	    "seconds, check network and cluster configuration%s%s", n->num,
 	    n->name, (double)(n->nd->reconnect_delay_ms +
 	    n->nd->idle_timeout_ms) / 1000.0,
 	    n->last_error[0] ? "; last error: " : "", n->last_error);
+	/* As o2net_connect_expired: senders stop waiting for it. */
+	rpc_node_expired(n->nd, n, (uint64_t)n->nd->reconnect_delay_ms +
+	    n->nd->idle_timeout_ms);
 }
 
-/* Warn once per outage when no link came up in reconnect + idle time. */
+/* Once per outage, when no link came up in reconnect + idle time: warn, and fail the waiting requests. */
 static void
 expire_arm(struct netd *nd, struct netd_node *n)
 {
 	uint64_t ms = (uint64_t)nd->reconnect_delay_ms + nd->idle_timeout_ms;
 	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
 
-	if (!n->hb_up || n->refused || nd->fenced || link_is_up(n) ||
+	if (!n->hb_up || nd->fenced || link_is_up(n) || n->expired ||
 	    evtimer_pending(n->expire_timer, NULL))
 		return;
 	evtimer_add(n->expire_timer, &tv);
@@ -570,61 +649,68 @@ expire_arm(struct netd *nd, struct netd_node *n)
 /* ---------------------------------------------------------- accepting */
 
 static void
-refuse(int fd, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
+refuse(struct netd *nd, int fd, uint32_t addr, const char *fmt, ...)
+    __attribute__((__format__(printf, 4, 5)));
 
 static void
-refuse(int fd, const char *fmt, ...)
+refuse(struct netd *nd, int fd, uint32_t addr, const char *fmt, ...)
 {
-	char msg[256];
+	char msg[512];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	log_warnx("refusing a connection: %s", msg);
+	refusal_log(nd, addr, "refusing a connection: %s", msg);
 	close(fd);
 }
 
 static void
 accept_one(struct netd *nd, int fd, const struct sockaddr_in *sa)
 {
+	uint32_t from = sa->sin_addr.s_addr;
 	struct netd_node *n;
 	struct link *l;
 	char a[INET_ADDRSTRLEN];
 
-	addr_str(sa->sin_addr.s_addr, a, sizeof(a));
+	addr_str(from, a, sizeof(a));
 	if (nd->fenced) {
-		refuse(fd, "from %s:%u: this node is fenced", a, ntohs(sa->sin_port));
-		return;
-	}
-	if ((n = config_node_by_addr(nd, sa->sin_addr.s_addr)) == NULL) {
-		refuse(fd, "attempt to connect from unknown node at %s:%u", a,
+		refuse(nd, fd, from, "from %s:%u: this node is fenced", a,
 		    ntohs(sa->sin_port));
 		return;
 	}
+	if ((n = config_node_by_addr(nd, from)) == NULL) {
+		refuse(nd, fd, from, "attempt to connect from unknown node at %s:%u",
+		    a, ntohs(sa->sin_port));
+		return;
+	}
 	if (n->num <= nd->self) {
-		refuse(fd, "unexpected connect attempt from node %u (%s) at %s: "
-		    "only higher-numbered nodes connect to node %u", n->num,
+		refuse(nd, fd, from, "unexpected connect attempt from node %u (%s) "
+		    "at %s: only higher-numbered nodes connect to node %u", n->num,
 		    n->name, a, nd->self);
 		return;
 	}
 	if (!n->hb_up) {
-		refuse(fd, "node %u (%s) at %s is not heartbeating", n->num,
-		    n->name, a);
-		return;
-	}
-	if (n->refused) {
-		refuse(fd, "node %u (%s) stays refused until its heartbeat goes "
-		    "down and up: %s", n->num, n->name, n->last_error);
+		refuse(nd, fd, from, "node %u (%s) at %s is not heartbeating",
+		    n->num, n->name, a);
 		return;
 	}
 	if (n->link != NULL) {
-		refuse(fd, "node %u (%s) at %s already has a link", n->num,
+		refuse(nd, fd, from, "node %u (%s) at %s already has a link", n->num,
 		    n->name, a);
 		return;
 	}
+	/* The real peer finishes its handshake in a round trip: the oldest
+	 * candidate is the one that is least likely to be it. */
+	if (n->naccepting >= ACCEPTING_MAX) {
+		l = TAILQ_FIRST(&n->accepting);
+		link_log_failure(l, "node %u (%s) at %s: %u connections in their "
+		    "handshake, closing the oldest", n->num, n->name, a,
+		    n->naccepting + 1);
+		link_close(l, "too many connections in their handshake");
+	}
 	set_nodelay(fd);
-	l = link_new(nd, n, fd, 0);
+	l = link_new(nd, n, fd, 0, from);
 	stream_start(l->st);
 	send_handshake(l);
 }
@@ -693,6 +779,7 @@ link_node_init(struct netd *nd, struct netd_node *n)
 {
 	n->nd = nd;
 	TAILQ_INIT(&n->waiting);
+	TAILQ_INIT(&n->accepting);
 	n->connect_timer = evtimer_new(nd->base, connect_timer_cb, n);
 	n->expire_timer = evtimer_new(nd->base, expire_timer_cb, n);
 	if (n->connect_timer == NULL || n->expire_timer == NULL)
@@ -705,8 +792,8 @@ link_node_up(struct netd *nd, struct netd_node *n)
 	if (n->hb_up)
 		return;
 	n->hb_up = 1;
-	n->refused = 0;
 	n->failed_since_up = 0;
+	n->expired = 0;
 	log_info("node %u (%s) is heartbeating", n->num, n->name);
 	fence_check(nd, quo_hb_up(&nd->quo, n->num));
 	if (n->num == nd->self)
@@ -730,8 +817,8 @@ link_node_down(struct netd *nd, struct netd_node *n)
 	evtimer_del(n->connect_timer);
 	evtimer_del(n->expire_timer);
 	if (n->link != NULL)
-		link_close(n->link, "its heartbeat went down", 0);
-	n->refused = 0;
+		link_close(n->link, "its heartbeat went down");
+	close_candidates(n, "its heartbeat went down");
 	rpc_node_unreachable(nd, n, ENOTCONN);
 }
 
@@ -750,15 +837,15 @@ link_stop_all(struct netd *nd, const char *why)
 		evtimer_del(n->connect_timer);
 		evtimer_del(n->expire_timer);
 		if (n->link != NULL)
-			link_close(n->link, why, 0);
+			link_close(n->link, why);
+		close_candidates(n, why);
 		rpc_node_unreachable(nd, n, ENOTCONN);
 	}
 }
 
 /*
  * The fence is cleared: listen again, and connect to every node hbd
- * reports heartbeating (the others as their NODE_UP comes). A refusal
- * was of a link of the fenced incarnation: it goes too.
+ * reports heartbeating (the others as their NODE_UP comes).
  */
 void
 link_resume_all(struct netd *nd)
@@ -771,7 +858,7 @@ link_resume_all(struct netd *nd)
 	for (i = 0; i < CC_MAX_NODES; i++) {
 		if ((n = nd->nodes[i]) == NULL || i == nd->self)
 			continue;
-		n->refused = 0;
+		n->expired = 0;
 		expire_arm(nd, n);
 		link_schedule_connect(nd, n);
 	}
@@ -782,7 +869,8 @@ void
 link_node_free(struct netd *nd, struct netd_node *n)
 {
 	if (n->link != NULL)
-		link_close(n->link, "removed from the configuration", 0);
+		link_close(n->link, "removed from the configuration");
+	close_candidates(n, "removed from the configuration");
 	rpc_node_unreachable(nd, n, ENOTCONN);
 	event_free(n->connect_timer);
 	event_free(n->expire_timer);

@@ -102,6 +102,7 @@ main(int argc, char *argv[])
 	if (config_start(&nd) == -1)
 		fatalx("cannot get the configuration from nmd");
 	fence_start(&nd);
+	refusal_start(&nd);
 	if (link_listen(&nd) == -1)
 		fatalx("cannot listen for links");
 	api_start(&nd);

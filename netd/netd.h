@@ -180,6 +180,34 @@ int	quo_tick(struct quorum *, uint64_t now_ms);	/* runs due still-up checks */
 uint64_t quo_next_deadline(const struct quorum *);	/* 0: none */
 void	quo_unfence(struct quorum *);
 
+/* ------------------------------------------------------------ refusal.c */
+
+#define REFUSAL_WINDOW_MS	10000
+#define REFUSAL_BURST		10	/* lines per source address per window */
+#define REFUSAL_SOURCES		32	/* addresses counted apart; others share one */
+
+struct refusal_src {
+	int		used;
+	uint32_t	addr;		/* network order */
+	uint64_t	window_start;
+	unsigned	logged;		/* lines in this window */
+	unsigned	suppressed;	/* refusals not logged in it */
+};
+
+struct refusals {
+	struct refusal_src	src[REFUSAL_SOURCES + 1];
+};
+
+/* addr NULL: the addresses that shared the last entry. */
+typedef void refusal_summary_fn(const uint32_t *addr, unsigned n, uint64_t ms, void *);
+
+void	refusal_init(struct refusals *);
+/* 1: log this refusal from addr; 0: it is counted, not logged. */
+int	refusal_admit(struct refusals *, uint32_t addr, uint64_t now_ms);
+/* Sum up, through fn, each window that ended with refusals left out. */
+void	refusal_expire(struct refusals *, uint64_t now_ms, refusal_summary_fn *, void *);
+uint64_t refusal_next_due(const struct refusals *);	/* 0: nothing to sum up */
+
 /* ------------------------------------------------------------ netd state */
 
 struct netd;
@@ -232,10 +260,18 @@ enum link_state { LS_CONNECTING, LS_HANDSHAKE, LS_UP };
 
 #define RPC_HASH	1024
 
-/* One TCP connection to a peer. */
+/*
+ * One TCP connection to a peer. An accepted one is only a candidate,
+ * on its node's `accepting` list, until it has authenticated (with a
+ * key: proved it; without: passed every handshake check); only then
+ * does it become the node's link. Until then nothing it does touches
+ * the node: anyone who can connect from the node's address can make one.
+ */
 struct link {
 	struct netd		*nd;
 	struct netd_node	*node;
+	TAILQ_ENTRY(link)	 accept_entry;
+	uint32_t		 addr;		/* the peer's, network order */
 	struct stream		*st;
 	struct event		*flush_ev;	/* writes what this wakeup queued */
 	int			 flush_pending;
@@ -272,12 +308,14 @@ struct netd_node {
 	uint16_t		 port;
 	int			 configured;
 	int			 hb_up;
-	int			 refused;	/* until its heartbeat goes down and up */
-	char			 last_error[256];
+	char			 last_error[256];	/* of our own attempts and links */
 	int			 failed_since_up;	/* sends fail fast instead of waiting */
-	struct link		*link;
+	struct link		*link;		/* ours, or accepted and authenticated */
+	TAILQ_HEAD(, link)	 accepting;	/* accepted, not authenticated yet */
+	unsigned		 naccepting;
 	struct event		*connect_timer;
 	struct event		*expire_timer;
+	int			 expired;	/* it fired this outage: once is enough */
 	uint64_t		 last_attempt_ms;
 	uint64_t		 attempt_logged_ms;	/* last "connecting failed" line */
 	unsigned		 failed_attempts;	/* since that line */
@@ -315,6 +353,8 @@ struct netd {
 	int			 listen_fd;
 	struct event		*listen_ev;
 	uint64_t		 next_link_gen;
+	struct refusals		 refusals;	/* refusal.c */
+	struct event		*refusal_timer;
 
 	/* Quorum (quorum.c) and its timer. */
 	struct quorum		 quo;
@@ -352,12 +392,19 @@ int	link_listen(struct netd *);
 void	link_node_init(struct netd *, struct netd_node *);
 void	link_node_up(struct netd *, struct netd_node *);
 void	link_node_down(struct netd *, struct netd_node *);
-void	link_close(struct link *, const char *why, int persistent);
+void	link_close(struct link *, const char *why);
+/* A connection's failure before it became a link: logged, rate-limited if accepted. */
+void	link_log_failure(struct link *, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
 void	link_send_frame(struct link *, struct wire_hdr *, const uint8_t *payload, size_t len);
 void	link_stop_all(struct netd *, const char *why);
 void	link_resume_all(struct netd *);
 void	link_node_free(struct netd *, struct netd_node *);
 int	link_is_up(const struct netd_node *);
+
+/* refusal.c: netd's rate-limited refusal lines. */
+void	refusal_start(struct netd *);
+void	refusal_log(struct netd *, uint32_t addr, const char *fmt, ...)
+	    __attribute__((__format__(printf, 3, 4)));
 
 /* keepalive.c: keepalive, idle timeout, handshake timeout. */
 void	ka_link_start(struct link *);		/* handshake done */
@@ -374,6 +421,7 @@ void	fence_lift(struct netd *, const char *how);	/* hbd's fence was cleared */
 void	rpc_link_up(struct netd *, struct netd_node *);
 void	rpc_link_lost(struct netd *, struct link *);
 void	rpc_node_unreachable(struct netd *, struct netd_node *, int err);
+void	rpc_node_expired(struct netd *, struct netd_node *, uint64_t waited_ms);
 void	rpc_submit(struct netd *, struct rpc *);
 void	rpc_complete(struct netd *, struct rpc *, int err, int32_t status,
 	    const uint8_t *payload, size_t len);

@@ -5,9 +5,12 @@
  * status reply (in order on the link: TCP keeps per-link FIFO). A link
  * that dies fails all of its requests with EHOSTDOWN at once, and
  * nothing is sent twice. A request for a node whose heartbeat is up but
- * whose first link is still coming waits for it, as o2net's senders do;
- * once a link has failed, new requests fail with ENOTCONN until a link
- * is back. Messages from peers go to the local client that registered
+ * whose first link is still coming waits for it, as o2net's senders do,
+ * but no longer than o2net's connect_expired: reconnect_delay_ms +
+ * idle_timeout_ms after the heartbeat came up, when the requests still
+ * waiting fail with ETIMEDOUT. Once a link has failed (or that time has
+ * passed), new requests fail with ENOTCONN at once until a link is back.
+ * Each such failure of waiting or sent requests is logged with the node. Messages from peers go to the local client that registered
  * their (type, key) and come back with its status.
  */
 #include <errno.h>
@@ -54,7 +57,7 @@ rpc_submit(struct netd *nd, struct rpc *r)
 		rpc_send(nd, n->link, r);
 		return;
 	}
-	if (n->hb_up && !n->refused && !n->failed_since_up && !nd->fenced) {
+	if (n->hb_up && !n->failed_since_up && !nd->fenced) {
 		TAILQ_INSERT_TAIL(&n->waiting, r, node_entry);
 		return;
 	}
@@ -101,6 +104,10 @@ rpc_link_lost(struct netd *nd, struct link *l)
 {
 	struct rpc *r;
 
+	if (l->npending > 0)
+		log_warnx("%zu request%s in flight to node %u (%s) fail%s with "
+		    "EHOSTDOWN: the link went", l->npending, l->npending == 1 ?
+		    "" : "s", l->node->num, l->node->name, l->npending == 1 ? "s" : "");
 	while ((r = TAILQ_FIRST(&l->sent)) != NULL) {
 		TAILQ_REMOVE(&l->sent, r, node_entry);
 		LIST_REMOVE(r, hash_entry);
@@ -120,6 +127,24 @@ rpc_node_unreachable(struct netd *nd, struct netd_node *n, int err)
 	}
 }
 
+/* The node's first link did not come in o2net's time: nobody waits longer. */
+void
+rpc_node_expired(struct netd *nd, struct netd_node *n, uint64_t waited_ms)
+{
+	struct rpc *r;
+	size_t k = 0;
+
+	TAILQ_FOREACH(r, &n->waiting, node_entry)
+		k++;
+	n->failed_since_up = 1;
+	if (k == 0)
+		return;
+	log_warnx("%zu request%s to node %u (%s) waited %.1f secs for a link that "
+	    "did not come; failing %s with ETIMEDOUT", k, k == 1 ? "" : "s",
+	    n->num, n->name, (double)waited_ms / 1000.0, k == 1 ? "it" : "them");
+	rpc_node_unreachable(nd, n, ETIMEDOUT);
+}
+
 void
 rpc_on_reply(struct link *l, const struct wire_hdr *h, const uint8_t *payload)
 {
@@ -132,7 +157,7 @@ rpc_on_reply(struct link *l, const struct wire_hdr *h, const uint8_t *payload)
 		/* Each request is answered once: a stray reply is a broken peer. */
 		log_warnx("node %u answered message %u, which is not in flight; "
 		    "closing the link", l->node->num, h->msg_num);
-		link_close(l, "a reply to no request", 0);
+		link_close(l, "a reply to no request");
 		return;
 	}
 	TAILQ_REMOVE(&l->sent, r, node_entry);

@@ -55,6 +55,12 @@ release held1
 check "node2 gets it once node1's command ends" wait_for 20 test -s "$OUT/got2"
 wait "$waiter"
 
+echo "-- a client's domain name is logged escaped"
+check "a domain named with a newline and an escape byte" lc exec 1 "$O2LOCK" -d $'esc\nx\x1b[2J' -x e true
+check "... dlmd logs its name escaped" grep -q 'domain esc\\nx\\x1b\[2J: joining' \
+    "$LOCALCLUSTER_DIR/node1/log/dlmd.log"
+check "... and no raw escape byte" sh -c "! grep -q \"\$(printf '\\033')\" '$LOCALCLUSTER_DIR/node1/log/dlmd.log'"
+
 echo "-- shared locks"
 bg_hold 1 shared s s1
 bg_hold 2 shared s s2

@@ -2,7 +2,8 @@
 # Links with a cluster key (o2ctl keygen; O2CB_AUTHKEY in each node's
 # o2cb file): the nodes link and talk, authenticated; a peer without the
 # key, one with a wrong key, and a replayed frame are refused, and netd
-# serves its other links meanwhile. Four nodes, so that node4's address
+# serves its other links meanwhile; each refusal is of that connection
+# only, and node4's own netd, back, links at its first attempts. Four nodes, so that node4's address
 # can knock on three lower-numbered nodes, one refusal each.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
@@ -45,6 +46,11 @@ check "the right key gets a link, and a replayed frame closes it" "$PEER" replay
     --keyfile "$KEY" --to "$(addr 3):$LOCALCLUSTER_PORT" --to-node 3
 check "... logged" logged 3 "replayed keepalive frame: sequence 1, last accepted 1"
 check "node1 -> node2 -> node3 still talk" o2 1 net-send all --count 200
+lc start 4 >/dev/null
+check "node4's own netd links all three at its first attempts" wait_for 2 mesh_up 4
+for k in 1 2; do
+	check "node4 -> node$k, which refused a connection from its address" o2 4 net-send $k --count 200
+done
 for k in 1 2 3; do check "netd of node$k answers" o2 $k ping netd; done
 
 bg_stop_all

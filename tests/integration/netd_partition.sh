@@ -4,14 +4,20 @@
 # that links are cut for real while the shared disk stays: 4 nodes split
 # 2|2 -> the half without node1 fences itself; 3|1 -> the single node
 # fences; a link that flaps for longer than the idle timeout but shorter
-# than the quorum delay fences nobody. Survivors keep every link to each
+# than the quorum delay fences nobody. A cut that leaves both sides in
+# quorum fails the requests that wait on it instead of leaving them
+# waiting for ever: one in flight with EHOSTDOWN once quorum has
+# decided, one waiting for a first link with ETIMEDOUT (o2net's
+# connect_expired), later ones at once; a lock request waits, with dlmd
+# saying why, and is granted once healed. Survivors keep every link to each
 # other, and see a fenced node's heartbeat die only after it fenced.
 # Cleared, a fenced node links up again without a restart.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 
 lc_setup
-trap netd_cleanup EXIT
+OUT=$(mktemp -d /tmp/netd-part.XXXXXX)
+trap 'netd_cleanup; rm -rf "$OUT"' EXIT
 THR=20			# dead after 4 s; quorum delay (20 + 2) x 200 ms = 4.4 s
 # A short idle timeout, so that a flap counts as a lost link well before
 # the quorum delay ends even after TCP's retransmission backoff.
@@ -31,6 +37,13 @@ links_down() {
 # link_hb K N true|false: node K's netd sees node N's heartbeat so.
 link_hb() {
 	o2 "$1" --json net-status | grep -q "\"node\":$2,[^}]*\"heartbeat\":$3"
+}
+# ol K ARGS: o2lock on node K, in lock domain "part".
+ol() { local k=$1; shift; lc exec "$k" "$BUILD/o2lock" -d part "$@"; }
+# bg_hold K NAME: node K holds NAME (EX) in the background, joined to "part".
+bg_hold() {
+	ol "$1" -x "$2" sh -c "echo held >$OUT/$2; exec sleep 120" >/dev/null 2>&1 &
+	BG+=($!)
 }
 # log_time K TEXT: the time of the first netd log line of node K with TEXT.
 log_time() {
@@ -58,6 +71,46 @@ check "the link carries traffic again" wait_for 10 link_is 1 4 up
 sleep 6
 for k in 1 2 3 4; do check "node$k not fenced" not_fenced $k; done
 check "the whole mesh is up" mesh_up 4
+
+echo "-- a cut that leaves both sides in quorum: requests fail, they do not wait"
+bg_hold 1 one
+check "node1 joins a lock domain first (its directory)" wait_for 20 test -s "$OUT/one"
+bg_hold 4 four
+check "node4 joins it too" wait_for 20 test -s "$OUT/four"
+lc cut 1 4 >/dev/null
+ol 4 -x cut sh -c "echo granted >$OUT/cut" >/dev/null 2>&1 &
+BG+=($!)
+t0=$SECONDS
+check "a message in flight from node4 to node1 fails with EHOSTDOWN" \
+    timeout 20 "$O2CTL" --rundir "$(rundir 4)" net-send 1 --count 1 --expect-errno 112
+check "... once quorum decided, within 10 s ($((SECONDS - t0)) s)" test $((SECONDS - t0)) -le 10
+check "... logged, naming node1" grep -q "in flight to node 1 (node1) fail.* with EHOSTDOWN" \
+    "$LOCALCLUSTER_DIR/node4/log/netd.log"
+for k in 1 4; do check "node$k not fenced" not_fenced $k; done
+check "node4's lock request waits, and its dlmd says for whom" wait_for 10 grep -q \
+    "of cut to node 1 failed: .* it waits" "$LOCALCLUSTER_DIR/node4/log/dlmd.log"
+check "... in a bounded number of lines" test "$(grep -c 'to node 1 failed' \
+    "$LOCALCLUSTER_DIR/node4/log/dlmd.log")" -le 2
+check "the next one fails at once with ENOTCONN" timeout 5 \
+    "$O2CTL" --rundir "$(rundir 4)" net-send 1 --count 1 --expect-errno 107
+# node1's netd, restarted, waits for a first link to node4 that cannot come.
+kill -9 "$(netd_pid 1)"
+lc start 1 >/dev/null
+check "node1's new netd links node2 and node3" wait_for 10 links_up 1 2 3
+t0=$SECONDS
+check "a message from node1 waiting for its first link to node4 fails with ETIMEDOUT" \
+    timeout 20 "$O2CTL" --rundir "$(rundir 1)" net-send 4 --count 1 --expect-errno 110
+check "... at most reconnect delay + idle timeout after node1 saw node4 heartbeat ($((SECONDS - t0)) s)" \
+    test $((SECONDS - t0)) -le 8
+check "... logged, naming node4" grep -q "1 request to node 4 (node4) waited .* secs for a link that did not come" \
+    "$LOCALCLUSTER_DIR/node1/log/netd.log"
+lc heal 1 4 >/dev/null
+check "healed, the whole mesh is up again" wait_for 20 mesh_up 4
+check "node4's waiting lock request is granted" wait_for 20 grep -q granted "$OUT/cut"
+bg_stop_all
+check "node4 -> node1 messages flow" bash -c "
+	'$O2CTL' --rundir '$(rundir 1)' net-echo --count 100 >/dev/null & p=\$!; sleep 0.3
+	'$O2CTL' --rundir '$(rundir 4)' net-send 1 --count 100; rc=\$?; wait \$p; exit \$rc"
 
 echo "-- 2|2: the half without node1 fences"
 for a in 1 2; do for b in 3 4; do lc cut $a $b >/dev/null; done; done

@@ -2,8 +2,8 @@
  * netd_peer: a hostile or misconfigured peer for netd's integration
  * tests. It connects to a netd's listening port from a chosen source
  * address and plays one part: garbage, a slow-loris, a handshake with
- * chosen values, an oversized frame, or (with a cluster key) a replayed
- * frame. It reports whether netd closed the connection, and how fast:
+ * chosen values, an oversized frame, (with a cluster key) a replayed
+ * frame, or a flood of --count connections, each until netd closes it. It reports whether netd closed the connection, and how fast:
  *
  *   netd_peer MODE --from ADDR --to ADDR:PORT [options]
  *   exit 0: netd did what --expect says (closed / open), 1: it did not.
@@ -205,11 +205,11 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-	    "usage: netd_peer connect|garbage|slowloris|handshake|oversize|replay\n"
+	    "usage: netd_peer connect|garbage|slowloris|handshake|oversize|replay|flood\n"
 	    "         --from ADDR --to ADDR:PORT [--expect closed|open] [--wait MS]\n"
 	    "         [--cluster NAME] [--from-node N] [--to-node N] [--idle MS]\n"
 	    "         [--keepalive MS] [--hb-write MS] [--reconnect MS]\n"
-	    "         [--version V] [--keyfile FILE] [--byte-ms MS]\n");
+	    "         [--version V] [--keyfile FILE] [--byte-ms MS] [--count N]\n");
 	exit(2);
 }
 
@@ -231,11 +231,12 @@ main(int argc, char *argv[])
 		{ "version", required_argument, NULL, 'V' },
 		{ "keyfile", required_argument, NULL, 'K' },
 		{ "byte-ms", required_argument, NULL, 'b' },
+		{ "count", required_argument, NULL, 'n' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct peer p = { .wait_ms = 3000 };
 	const char *from = NULL, *to = NULL, *expect = "closed", *mode, *keyfile = NULL;
-	int ch, closed = 0, byte_ms = 500;
+	int ch, closed = 0, byte_ms = 500, count = 1, k;
 	double t0;
 	char why[256];
 
@@ -266,6 +267,7 @@ main(int argc, char *argv[])
 		case 'V': p.hs.protocol_version = (uint32_t)atoi(optarg); break;
 		case 'K': keyfile = optarg; break;
 		case 'b': byte_ms = atoi(optarg); break;
+		case 'n': count = atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -281,6 +283,15 @@ main(int argc, char *argv[])
 
 	if (strcmp(mode, "connect") == 0) {
 		closed = closed_within(p.fd, p.wait_ms);
+	} else if (strcmp(mode, "flood") == 0) {
+		/* Closed, every one: each was refused, not left waiting. */
+		closed = closed_within(p.fd, p.wait_ms);
+		for (k = 1; k < count && closed; k++) {
+			close(p.fd);
+			p.fd = dial(from, to);
+			closed = closed_within(p.fd, p.wait_ms);
+		}
+		printf("%d connection%s\n", k, k == 1 ? "" : "s");
 	} else if (strcmp(mode, "garbage") == 0) {
 		static const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 		    "\x00\x01\x02\x03\xff\xfe\xfd\xfc garbage garbage garbage";
