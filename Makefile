@@ -3,7 +3,9 @@
 #   make SANITIZE=1   the same with ASan+UBSan, into build/san/
 #   make check        unit tests (plain and sanitized), then integration tests
 #   make bench        benchmarks
-#   make soak         long fsx and crash runs on fsd (needs root and FUSE)
+#   make soak         long fsx and crash runs on fsd (needs root and FUSE),
+#                     then a million executions of each fuzz harness
+#   make fuzz         libFuzzer harnesses (clang), into build/fuzz/, run briefly
 #   make install      PREFIX=/usr/local DESTDIR= (daemons, o2ctl, systemd units, docs)
 
 PREFIX	?= /usr/local
@@ -17,7 +19,16 @@ MANDIR	?= $(PREFIX)/share/man
 # DESTDIR image from replacing the /sbin symlink with a directory.
 MOUNTDIR ?= /usr/sbin
 
-ifeq ($(SANITIZE),1)
+ifeq ($(FUZZ),1)
+# The fuzz harnesses (tests/fuzz/) and the libraries they link: clang,
+# coverage for libFuzzer in every object, ASan+UBSan. The normal build
+# stays gcc. dlmd gives enum dlm_mode to proto's Dlmd__Mode by value,
+# which only clang warns about.
+BUILD	?= build/fuzz
+CC	 = clang
+SANFLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=undefined -Wno-unknown-warning-option -Wno-enum-conversion
+else ifeq ($(SANITIZE),1)
 BUILD	?= build/san
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else
@@ -118,6 +129,24 @@ $(BUILD)/progs/%: tests/progs/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
 	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -o $@ $< \
 	    $(DAEMON_LIBS) $(LIBCOMMON) $(LDLIBS_ALL)
 
+# libFuzzer harnesses: one per input format a daemon takes from outside.
+FUZZ_SRCS = $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS = $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/%)
+
+# fuzz_<daemon>_<what>.c links that daemon's library (they cannot all be
+# linked together: each has its api_start), the others only libcommon.
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIBCOMMON) | $(PROTO_H)
+	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -fsanitize=fuzzer -o $@ $< \
+	    $(LIBCOMMON) $(LDLIBS_ALL)
+define fuzz_rules
+$$(BUILD)/fuzz_$(1)_%: tests/fuzz/fuzz_$(1)_%.c $$(BUILD)/lib$(1).a $$(LIBO2DLM) $$(LIBCOMMON) | $$(PROTO_H)
+	$$(CC) $$(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $$(CFLAGS) -fsanitize=fuzzer -o $$@ $$< \
+	    $$(BUILD)/lib$(1).a $$(LIBO2DLM) $$(LIBCOMMON) $$(LDLIBS_ALL)
+endef
+$(foreach d,$(DAEMONS),$(eval $(call fuzz_rules,$(d))))
+
+fuzz-bins: $(FUZZ_BINS)
+
 BENCH_SRCS = $(wildcard bench/*.c)
 BENCH_BINS = $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
@@ -137,7 +166,16 @@ JOBS		?= $(shell nproc 2>/dev/null || echo 1)
 check:
 	$(MAKE) -j$(JOBS) all unit-bins
 	$(MAKE) -j$(JOBS) SANITIZE=1 all unit-bins
+	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=build/fuzz fuzz-bins
 	tests/run --build build --san-build build/san
+
+# The fuzz harnesses, FUZZ_SECONDS each (CI runs them briefly through
+# tests/integration/fuzz.sh, the soak a million times each).
+FUZZ_BUILD	?= build/fuzz
+FUZZ_SECONDS	?= 60
+fuzz:
+	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins
+	tests/fuzz/run --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS)
 
 bench: all $(BENCH_BINS)
 	bench/run --build $(BUILD)
@@ -217,7 +255,7 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all check bench soak install uninstall clean unit-bins units FORCE
+.PHONY: all check bench soak fuzz fuzz-bins install uninstall clean unit-bins units FORCE
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
