@@ -145,7 +145,16 @@ $$(BUILD)/fuzz_$(1)_%: tests/fuzz/fuzz_$(1)_%.c $$(BUILD)/lib$(1).a $$(LIBO2DLM)
 endef
 $(foreach d,$(DAEMONS),$(eval $(call fuzz_rules,$(d))))
 
-fuzz-bins: $(FUZZ_BINS)
+# Their seeds: messages (seeds.c) and blocks of a new volume (mkfs.ocfs2).
+$(BUILD)/fuzz-seeds: tests/fuzz/seeds.c $(LIBCOMMON) | $(PROTO_H)
+	$(CC) $(CPPFLAGS_ALL) -Wno-missing-prototypes $(CFLAGS) -o $@ $< $(LIBCOMMON) $(LDLIBS_ALL)
+$(BUILD)/seeds/made: $(BUILD)/fuzz-seeds tests/fuzz/ondisk-seeds.sh
+	rm -rf $(BUILD)/seeds
+	$(BUILD)/fuzz-seeds $(BUILD)/seeds
+	tests/fuzz/ondisk-seeds.sh $(BUILD)/seeds
+	touch $@
+
+fuzz-bins: $(FUZZ_BINS) $(BUILD)/seeds/made
 
 BENCH_SRCS = $(wildcard bench/*.c)
 BENCH_BINS = $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
