@@ -12,6 +12,7 @@
 
 #include "envelope.pb-c.h"
 #include "dlmwire.pb-c.h"
+#include "fsdwire.pb-c.h"
 
 static const char *outdir;
 
@@ -421,6 +422,22 @@ journal_seeds(void)
 	save("fsd_journal", "two-transactions-revoke", &b);
 }
 
+static void
+fsd_seeds(void)
+{
+	Fsdwire__PlockQuery q = FSDWIRE__PLOCK_QUERY__INIT;
+	struct buf b = { .n = 0 };
+
+	one("fsd_ctl", "status", MSG_TYPE__MSG_FSD_STATUS, 0, NULL);
+	one("fsd_ctl", "ping", MSG_TYPE__MSG_PING, 0, NULL);
+	q.ino = 4242;
+	q.write = 1;
+	q.start = 0;
+	q.end = 4095;
+	b.n = fsdwire__plock_query__pack(&q, b.d);
+	save("fsd_plock", "write-query", &b);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -438,5 +455,6 @@ main(int argc, char *argv[])
 	netd_wire_seeds();
 	ipc_seeds();
 	journal_seeds();
+	fsd_seeds();
 	return 0;
 }
