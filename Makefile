@@ -25,7 +25,8 @@ ifeq ($(FUZZ),1)
 # stays gcc. dlmd gives enum dlm_mode to proto's Dlmd__Mode by value,
 # which only clang warns about.
 BUILD	?= build/fuzz
-CC	 = clang
+FUZZ_CC	?= clang-14
+CC	 = $(FUZZ_CC)
 SANFLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
 	   -fno-sanitize-recover=undefined -Wno-unknown-warning-option -Wno-enum-conversion
 else ifeq ($(SANITIZE),1)
@@ -191,12 +192,15 @@ bench: all $(BENCH_BINS)
 
 # The soak: fsx on fsd with many more operations and seeds than CI runs,
 # on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once
-# more with fsd's writeback cache off; then fsd_crash.sh with more rounds.
-# About 10 minutes; every run is made and the target fails if any did.
+# more with fsd's writeback cache off; then fsd_crash.sh with more rounds;
+# then SOAK_FUZZ_RUNS executions of each fuzz harness (about 20 minutes
+# for a million each). About 30 minutes; every run is made and the
+# target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
 SOAK_CRASH_ROUNDS ?= 40
+SOAK_FUZZ_RUNS	 ?= 1000000
 
 soak: all
 	@rc=0; \
@@ -213,6 +217,9 @@ soak: all
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_crash.sh || rc=1; \
+	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
+	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
+	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \
 	exit $$rc
 
 # systemd units: ocfs2.target plus the service of each daemon that is built,

@@ -2,12 +2,14 @@
  * A dlmd for the dlmd harnesses: node 1 of three live nodes, no netd (a
  * message to another node fails with ENOTCONN, a turn of the loop later)
  * and no hbd, and one lock domain joined by all three with node 1 as
- * its directory, made as a successful join leaves it (dlmd/domain.c).
+ * its directory, made as a successful join leaves it (dlmd/domain.c),
+ * in which node 1 masters resource FUZZ_RES (seeds.c names it too).
  */
 #include "crc32.h"
 #include "dlmd/dlmd.h"
 
 #define FUZZ_DOMAIN	"fuzz"
+#define FUZZ_RES	"Mfuzz-resource"
 
 static struct dlmd dd;
 
@@ -31,6 +33,18 @@ dlmd_state_init(void)
 	lvb_handlers_init();
 }
 
+/* Node 1 masters FUZZ_RES again, if it was purged or handed over. */
+static void
+dlmd_mastered(struct dlm_domain *d)
+{
+	struct dlm_res *r = res_get(d, (const uint8_t *)FUZZ_RES, strlen(FUZZ_RES));
+
+	if (r->master == DLM_NODE_NONE) {
+		r->master = dd.local_node;
+		dir_set(d, r->name, r->namelen, dd.local_node);
+	}
+}
+
 /* The joined domain; made again if the messages so far made it go. */
 static struct dlm_domain *
 dlmd_domain(void)
@@ -38,8 +52,10 @@ dlmd_domain(void)
 	struct dlm_domain *d;
 	size_t b;
 
-	if ((d = domain_find(&dd, FUZZ_DOMAIN)) != NULL)
+	if ((d = domain_find(&dd, FUZZ_DOMAIN)) != NULL) {
+		dlmd_mastered(d);
 		return d;
+	}
 	d = xcalloc(1, sizeof(*d));
 	d->dlmd = &dd;
 	snprintf(d->name, sizeof(d->name), "%s", FUZZ_DOMAIN);
@@ -60,5 +76,6 @@ dlmd_domain(void)
 	TAILQ_INSERT_TAIL(&dd.domains, d, entry);
 	d->state = DS_JOINED;
 	domain_purge_start(d);
+	dlmd_mastered(d);
 	return d;
 }
