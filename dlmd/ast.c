@@ -123,7 +123,8 @@ bast_client(struct dlm_lock *lk, int blocked)
 /* ---------------------------------------------------------- remote */
 
 struct proxy_ctx {
-	uint32_t	 key;
+	struct dlmd	*dlmd;
+	uint32_t	 key;		/* its domain's */
 	unsigned	 node;
 	uint8_t		*buf;
 	size_t		 len;
@@ -133,23 +134,51 @@ struct proxy_ctx {
 static void	proxy_send(struct dlm_domain *, struct proxy_ctx *);
 
 static void
+proxy_free(struct proxy_ctx *pc)
+{
+	dlmwire__msg__free_unpacked(pc->msg, NULL);
+	free(pc);
+}
+
+static void
+proxy_again(evutil_socket_t fd, short ev, void *arg)
+{
+	struct proxy_ctx *pc = arg;
+	struct dlm_domain *d = domain_find_key(pc->dlmd, pc->key);
+
+	(void)fd;
+	(void)ev;
+	if (d == NULL)
+		proxy_free(pc);
+	else
+		proxy_send(d, pc);
+}
+
+/*
+ * Without netd a send fails at once, a turn of the loop later: sent
+ * again at once, it would keep that pass of the loop busy for as long
+ * as netd is away, and dlmd would never get back to reconnecting.
+ */
+static void
 proxy_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 {
 	struct proxy_ctx *pc = arg;
+	struct timeval tv = { 0, DLM_RETRY_MS * 1000 };
 
 	(void)rep;
 	if (err != 0 && d != NULL && domain_is_member(d, pc->node) &&
 	    d->dlmd->live[pc->node] && (err == ENOTCONN || err == ECONNRESET)) {
-		log_debug("domain %s: PROXY_AST to node %u: %s; again", d->name,
-		    pc->node, strerror(err));
-		proxy_send(d, pc);
+		log_debug("domain %s: PROXY_AST to node %u: %s; again in %d ms",
+		    d->name, pc->node, strerror(err), DLM_RETRY_MS);
+		if (event_base_once(d->dlmd->base, -1, EV_TIMEOUT, proxy_again, pc,
+		    &tv) == -1)
+			fatalx("event_base_once");
 		return;
 	}
 	if (err != 0 && d != NULL)
 		log_warnx("domain %s: PROXY_AST to node %u lost: %s", d->name,
 		    pc->node, strerror(err));
-	dlmwire__msg__free_unpacked(pc->msg, NULL);
-	free(pc);
+	proxy_free(pc);
 }
 
 static void
@@ -185,6 +214,8 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 	dlmwire__msg__pack(&m, buf);
 	pc->msg = dlmwire__msg__unpack(NULL, len, buf);
 	free(buf);
+	pc->dlmd = r->dom->dlmd;
+	pc->key = r->dom->key;
 	pc->node = lk->node;
 	proxy_send(r->dom, pc);
 }
