@@ -27,7 +27,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t type;
 	unsigned from;
 	size_t len;
-	int status;
+	int status, i;
 
 	while (in.n >= 4) {
 		type = WIRE_LOOKUP + fuzz_u8(&in) % 32;
@@ -35,9 +35,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		msg = fuzz_next_msg(&in, &len);
 		wire_handle(dlmd_domain(), type, from, msg, len, &out, &status);
 		free(out);
-		/* what the handlers deferred: ASTs, sends that fail without netd */
-		event_base_loop(dd.base, EVLOOP_NONBLOCK);
-		event_base_loop(dd.base, EVLOOP_NONBLOCK);
+		/* what the handlers deferred: ASTs, sends through netd and their replies */
+		for (i = 0; i < 4; i++)
+			event_base_loop(dd.base, EVLOOP_NONBLOCK);
 	}
 	return 0;
 }
