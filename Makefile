@@ -193,9 +193,10 @@ bench: all $(BENCH_BINS)
 # The soak: fsx on fsd with many more operations and seeds than CI runs,
 # on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once
 # more with fsd's writeback cache off; then fsd_crash.sh with more rounds;
-# then SOAK_FUZZ_RUNS executions of each fuzz harness (about 30 minutes
-# for a million each on two cores; the daemons' sockets take the time).
-# About 40 minutes; every run is made and the target fails if any did.
+# then SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for
+# a million each on two cores, most of it hbd's, whose fences kill the
+# stand-in process it then forks again, then dlmd's and fsd's sockets).
+# About 70 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
