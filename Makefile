@@ -3,7 +3,9 @@
 #   make SANITIZE=1   the same with ASan+UBSan, into build/san/
 #   make check        unit tests (plain and sanitized), then integration tests
 #   make bench        benchmarks
-#   make soak         long fsx and crash runs on fsd (needs root and FUSE)
+#   make soak         long fsx and crash runs on fsd (needs root and FUSE),
+#                     then a million executions of each fuzz harness
+#   make fuzz         libFuzzer harnesses (clang), into build/fuzz/, run briefly
 #   make install      PREFIX=/usr/local DESTDIR= (daemons, o2ctl, systemd units, docs)
 
 PREFIX	?= /usr/local
@@ -17,7 +19,17 @@ MANDIR	?= $(PREFIX)/share/man
 # DESTDIR image from replacing the /sbin symlink with a directory.
 MOUNTDIR ?= /usr/sbin
 
-ifeq ($(SANITIZE),1)
+ifeq ($(FUZZ),1)
+# The fuzz harnesses (tests/fuzz/) and the libraries they link: clang,
+# coverage for libFuzzer in every object, ASan+UBSan. The normal build
+# stays gcc. dlmd gives enum dlm_mode to proto's Dlmd__Mode by value,
+# which only clang warns about.
+BUILD	?= build/fuzz
+FUZZ_CC	?= clang-14
+CC	 = $(FUZZ_CC)
+SANFLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=undefined -Wno-unknown-warning-option -Wno-enum-conversion
+else ifeq ($(SANITIZE),1)
 BUILD	?= build/san
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 else
@@ -118,6 +130,33 @@ $(BUILD)/progs/%: tests/progs/%.c $(DAEMON_LIBS) $(LIBCOMMON) | $(PROTO_H)
 	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -o $@ $< \
 	    $(DAEMON_LIBS) $(LIBCOMMON) $(LDLIBS_ALL)
 
+# libFuzzer harnesses: one per input format a daemon takes from outside.
+FUZZ_SRCS = $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS = $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/%)
+
+# fuzz_<daemon>_<what>.c links that daemon's library (they cannot all be
+# linked together: each has its api_start), the others only libcommon.
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIBCOMMON) | $(PROTO_H)
+	$(CC) $(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $(CFLAGS) -fsanitize=fuzzer -o $@ $< \
+	    $(LIBCOMMON) $(LDLIBS_ALL)
+define fuzz_rules
+$$(BUILD)/fuzz_$(1)_%: tests/fuzz/fuzz_$(1)_%.c $$(BUILD)/lib$(1).a $$(LIBO2DLM) $$(LIBCOMMON) | $$(PROTO_H)
+	$$(CC) $$(CPPFLAGS_ALL) -I. -Wno-missing-prototypes $$(CFLAGS) -fsanitize=fuzzer -o $$@ $$< \
+	    $$(BUILD)/lib$(1).a $$(LIBO2DLM) $$(LIBCOMMON) $$(LDLIBS_ALL)
+endef
+$(foreach d,$(DAEMONS),$(eval $(call fuzz_rules,$(d))))
+
+# Their seeds: messages (seeds.c) and blocks of a new volume (mkfs.ocfs2).
+$(BUILD)/fuzz-seeds: tests/fuzz/seeds.c $(LIBCOMMON) | $(PROTO_H)
+	$(CC) $(CPPFLAGS_ALL) -Wno-missing-prototypes $(CFLAGS) -o $@ $< $(LIBCOMMON) $(LDLIBS_ALL)
+$(BUILD)/seeds/made: $(BUILD)/fuzz-seeds tests/fuzz/ondisk-seeds.sh
+	rm -rf $(BUILD)/seeds
+	$(BUILD)/fuzz-seeds $(BUILD)/seeds
+	tests/fuzz/ondisk-seeds.sh $(BUILD)/seeds
+	touch $@
+
+fuzz-bins: $(FUZZ_BINS) $(BUILD)/seeds/made
+
 BENCH_SRCS = $(wildcard bench/*.c)
 BENCH_BINS = $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 
@@ -137,19 +176,32 @@ JOBS		?= $(shell nproc 2>/dev/null || echo 1)
 check:
 	$(MAKE) -j$(JOBS) all unit-bins
 	$(MAKE) -j$(JOBS) SANITIZE=1 all unit-bins
+	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=build/fuzz fuzz-bins
 	tests/run --build build --san-build build/san
+
+# The fuzz harnesses, FUZZ_SECONDS each (CI runs them briefly through
+# tests/integration/fuzz.sh, the soak a million times each).
+FUZZ_BUILD	?= build/fuzz
+FUZZ_SECONDS	?= 60
+fuzz:
+	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins
+	tests/fuzz/run --build $(FUZZ_BUILD) --seconds $(FUZZ_SECONDS)
 
 bench: all $(BENCH_BINS)
 	bench/run --build $(BUILD)
 
 # The soak: fsx on fsd with many more operations and seeds than CI runs,
 # on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once
-# more with fsd's writeback cache off; then fsd_crash.sh with more rounds.
-# About 10 minutes; every run is made and the target fails if any did.
+# more with fsd's writeback cache off; then fsd_crash.sh with more rounds;
+# then SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for
+# a million each on two cores, most of it hbd's, whose fences kill the
+# stand-in process it then forks again, then dlmd's and fsd's sockets).
+# About 70 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
 SOAK_CRASH_ROUNDS ?= 40
+SOAK_FUZZ_RUNS	 ?= 1000000
 
 soak: all
 	@rc=0; \
@@ -166,6 +218,9 @@ soak: all
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_crash.sh || rc=1; \
+	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
+	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
+	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \
 	exit $$rc
 
 # systemd units: ocfs2.target plus the service of each daemon that is built,
@@ -217,7 +272,7 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all check bench soak install uninstall clean unit-bins units FORCE
+.PHONY: all check bench soak fuzz fuzz-bins install uninstall clean unit-bins units FORCE
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -382,6 +382,14 @@ void	wire_register_handlers(const struct wire_handler *, size_t n);
 void	wire_send(struct dlm_domain *, unsigned node, enum wire_type, const Dlmwire__Msg *,
 	    wire_reply_fn *, void *arg);
 void	wire_domain_register(struct dlm_domain *, int reg);
+/*
+ * Run our handler of `type` in domain d on a message from node `from`
+ * (from netd, or one to ourselves): the packed reply in *out (free it),
+ * its length returned and *status 0; or *status ENOPROTOOPT (no such
+ * handler) or EBADMSG (it does not decode) and no reply.
+ */
+size_t	wire_handle(struct dlm_domain *d, uint32_t type, unsigned from,
+	    const uint8_t *payload, size_t len, uint8_t **out, int *status);
 void	netd_link_start(struct dlmd *);
 const char *wire_type_name(uint32_t type);
 

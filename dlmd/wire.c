@@ -136,9 +136,8 @@ on_reply(const Envelope *env, void *arg)
 	call_done(wc, 0, nr->payload.data, nr->payload.len);
 }
 
-/* Run a handler of ours on a message to ourselves. */
-static size_t
-handle_local(struct dlm_domain *d, uint32_t type, unsigned from,
+size_t
+wire_handle(struct dlm_domain *d, uint32_t type, unsigned from,
     const uint8_t *payload, size_t len, uint8_t **out, int *status)
 {
 	const struct wire_handler *h = handler_find(type);
@@ -182,7 +181,7 @@ deliver_self(evutil_socket_t fd, short ev, void *arg)
 		call_done(wc, wc->err ? wc->err : ENOPROTOOPT, NULL, 0);
 		return;
 	}
-	n = handle_local(d, wc->type, wc->dlmd->local_node, wc->payload, wc->len,
+	n = wire_handle(d, wc->type, wc->dlmd->local_node, wc->payload, wc->len,
 	    &out, &status);
 	call_done(wc, status, out, n);
 	free(out);
@@ -264,7 +263,7 @@ on_message(struct ipc_conn *c, const Netd__NetMessage *nm)
 		netd_answer(c, nm->handle, ENOPROTOOPT, NULL, 0);
 		return;
 	}
-	n = handle_local(d, nm->type, nm->from, nm->payload.data, nm->payload.len,
+	n = wire_handle(d, nm->type, nm->from, nm->payload.data, nm->payload.len,
 	    &out, &status);
 	netd_answer(c, nm->handle, status, out, n);
 	free(out);

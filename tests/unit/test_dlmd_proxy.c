@@ -1,0 +1,115 @@
+/*
+ * A grant that must reach another node as a PROXY_AST while netd is
+ * away is sent again later, not at once: an immediate resend failed at
+ * once too, in the same pass of the event loop, which never came back
+ * to epoll or its timers (not even to reconnect to netd): dlmd hung.
+ * fuzz_dlmd_wire found it. Node 1 masters
+ * a resource in a domain with nodes 2 and 3, live and members; node 2's
+ * EX is unlocked, node 3's waiting EX is granted, and its PROXY_AST
+ * fails with ENOTCONN. The loop then runs for 200 ms: it must come back
+ * (the test's timeout) and wait between resends, not spin on them.
+ */
+#include <criterion/criterion.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "crc32.h"
+#include "dlmd/dlmd.h"
+
+#define RES	"Mproxy-resource"
+
+static struct dlmd dd;
+
+static struct dlm_domain *
+domain_new(void)
+{
+	struct dlm_domain *d = calloc(1, sizeof(*d));
+	struct dlm_res *r;
+	size_t b;
+
+	cr_assert_not_null(d);
+	d->dlmd = &dd;
+	snprintf(d->name, sizeof(d->name), "proxy");
+	d->key = crc32_le(0, d->name, strlen(d->name));
+	d->joining = d->reco_master = DLM_NODE_NONE;
+	d->directory = 1;
+	d->members[1] = d->members[2] = d->members[3] = 1;
+	LIST_INIT(&d->clients);
+	LIST_INIT(&d->leave_replies);
+	for (b = 0; b < DLM_HASH_BUCKETS; b++) {
+		LIST_INIT(&d->res_hash[b]);
+		LIST_INIT(&d->lock_hash[b]);
+		LIST_INIT(&d->dir_hash[b]);
+	}
+	TAILQ_INIT(&d->asts);
+	TAILQ_INIT(&d->lookups);
+	TAILQ_INSERT_TAIL(&dd.domains, d, entry);
+	d->state = DS_JOINED;
+	r = res_get(d, (const uint8_t *)RES, strlen(RES));
+	r->master = 1;
+	return d;
+}
+
+/* A message from `node` about its lock on RES; the reply's status. */
+static int
+from_node(struct dlm_domain *d, enum wire_type type, unsigned node, int mode)
+{
+	Dlmwire__Msg m = DLMWIRE__MSG__INIT, *rep;
+	uint8_t buf[256], *out;
+	size_t n;
+	int status, ws;
+
+	m.node = node;
+	m.name.data = (uint8_t *)RES;
+	m.name.len = strlen(RES);
+	m.cookie = (uint64_t)node << 56 | 1;
+	m.mode = mode;
+	n = dlmwire__msg__pack(&m, buf);
+	n = wire_handle(d, type, node, buf, n, &out, &status);
+	cr_assert_eq(status, 0);
+	rep = dlmwire__msg__unpack(NULL, n, out);
+	cr_assert_not_null(rep);
+	ws = rep->status;
+	dlmwire__msg__free_unpacked(rep, NULL);
+	free(out);
+	return ws;
+}
+
+static uint64_t
+cpu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+Test(dlmd_proxy, resent_later_without_netd, .timeout = 10)
+{
+	struct timeval run = { 0, 200000 };
+	struct dlm_domain *d;
+	uint64_t cpu;
+
+	dd.local_node = 1;
+	dd.live[1] = dd.live[2] = dd.live[3] = 1;
+	TAILQ_INIT(&dd.domains);
+	cr_assert_not_null(dd.base = event_base_new());
+	ast_hooks_init();
+	remote_handlers_init();
+	d = domain_new();
+
+	cr_assert_eq(from_node(d, WIRE_CREATE_LOCK, 2, DLM_EX), WS_GRANTED);
+	cr_assert_eq(from_node(d, WIRE_CREATE_LOCK, 3, DLM_EX), WS_QUEUED);
+	cr_assert_eq(from_node(d, WIRE_UNLOCK_LOCK, 2, DLM_NL), WS_OK);
+
+	cpu = cpu_ms();
+	event_base_loopexit(dd.base, &run);
+	event_base_dispatch(dd.base);
+	cpu = cpu_ms() - cpu;
+	cr_expect_lt(cpu, 100, "%llu ms of CPU in 200 ms of loop: the PROXY_AST "
+	    "is resent without a pause", (unsigned long long)cpu);
+}
