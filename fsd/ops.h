@@ -63,6 +63,12 @@ void	fsd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct
 	    int sleep);
 /* fi->fh of an open file */
 #define FH_APPEND	0x1
+/*
+ * Open a regular file here (inode_open) and, with O_TRUNC in flags, cut
+ * it to size 0 with a new mtime and ctime: with atomic_o_trunc the
+ * kernel leaves that to OPEN and sends no SETATTR. 0 or -errno.
+ */
+int	fsd_open_inode(struct fsd *fs, struct fsd_inode *ip, int flags);
 /* What open and create tell the kernel about caching, and fi->fh. */
 void	fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi);
 void	fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

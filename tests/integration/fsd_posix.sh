@@ -148,4 +148,41 @@ run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "no orphan left" 0 "$(orphans)"
 
+echo "-- open(O_TRUNC)"
+IMG=$D/t.img
+check "mkfs another volume" mkfs_img "$IMG" -M local --fs-feature-level=max-compat
+# otrunc FILE FLAGS: open(2) with FLAGS (python's os.O_* names), nothing else
+otrunc() { python3 -c 'import os, sys; os.close(os.open(sys.argv[1], eval(sys.argv[2])))' "$1" "$2"; }
+# truncated HOW: HOW cuts "$MNT/t" (5 bytes, mtime in 2001) to size 0,
+# with a new mtime and ctime
+truncated() {
+	local before after
+	mountpoint -q "$MNT" || return 1
+	echo test >"$MNT/t" && touch -d 2001-01-01 "$MNT/t" || return 1
+	before=$(stat -c '%s %Y %z' "$MNT/t")
+	# past the kernel's coarse clock, which stamps times with the writeback cache
+	sleep 0.1
+	"$@" || return 1
+	after=$(stat -c '%s %Y %z' "$MNT/t")
+	echo "before: $before, after: $after"
+	read -r size mtime _ <<<"$after"
+	[[ $size == 0 ]] && ((mtime > 978307200)) && [[ ${after#* * } != "${before#* * }" ]]
+}
+shell_trunc() { : >"$MNT/t"; }
+for wb in 1 0; do
+	opts=()
+	((wb)) || opts=(-o writeback_cache=0)
+	run_check "mount with writeback_cache=$wb" fsd_mount "$IMG" "$MNT" "${opts[@]}"
+	check "writeback_cache=$wb: ': > f' truncates" truncated shell_trunc
+	check "writeback_cache=$wb: open(O_WRONLY|O_TRUNC) truncates" truncated otrunc "$MNT/t" 'os.O_WRONLY | os.O_TRUNC'
+	check "writeback_cache=$wb: open(O_RDWR|O_CREAT|O_TRUNC) of a file there truncates" \
+	    truncated otrunc "$MNT/t" 'os.O_RDWR | os.O_CREAT | os.O_TRUNC'
+	echo test >"$MNT/t"
+	: >"$MNT/t"
+	run_check "unmount" fsd_umount "$MNT"
+	check_eq "writeback_cache=$wb: size 0 on disk" 0 \
+	    "$(debugfs.ocfs2 -R 'stat /t' "$IMG" 2>/dev/null | sed -n 's/.*Size: \([0-9]*\).*/\1/p')"
+done
+check "fsck clean" fsck_clean "$IMG"
+
 finish
