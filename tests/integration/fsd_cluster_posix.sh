@@ -152,7 +152,7 @@ lc kill 3 >/dev/null
 bg_stop_all
 check "a survivor recovers node3's slot" wait_for 30 sh -c \
     "cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -q 'slot 2 recovered'"
-check "and deletes its orphans" sh -c "cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -q 'orphan_dir:0002: 9 inodes deleted'"
+check "and deletes its orphans" wait_for 10 sh -c "cat '$LOCALCLUSTER_DIR'/node[12]/log/fsd.log | grep -q 'orphan_dir:0002: 9 inodes deleted'"
 check "without harm" sane 1 2
 lc umount 3 >/dev/null 2>&1
 lc start 3 >/dev/null
