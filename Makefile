@@ -193,15 +193,18 @@ bench: all $(BENCH_BINS)
 # The soak: fsx on fsd with many more operations and seeds than CI runs,
 # on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once
 # more with fsd's writeback cache off; then fsd_crash.sh with more rounds;
-# then SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for
-# a million each on two cores, most of it hbd's, whose fences kill the
+# then fsd_stress.sh (three nodes) with more seeds and operations; then
+# SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
+# million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
-# About 70 minutes; every run is made and the target fails if any did.
+# About 75 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
 SOAK_CRASH_ROUNDS ?= 40
 SOAK_FUZZ_RUNS	 ?= 1000000
+SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
+SOAK_STRESS_OPS	 ?= 20000
 
 soak: all
 	@rc=0; \
@@ -218,6 +221,9 @@ soak: all
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_crash.sh || rc=1; \
+	echo "== fsd_stress: $(SOAK_STRESS_OPS) operations per process, seeds $(SOAK_STRESS_SEEDS)"; \
+	FSD_STRESS_SEEDS="$(SOAK_STRESS_SEEDS)" FSD_STRESS_OPS=$(SOAK_STRESS_OPS) OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/fsd_stress.sh || rc=1; \
 	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
 	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \

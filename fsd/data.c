@@ -130,8 +130,8 @@ data_readlink(struct fsd *fs, const struct ocfs2_dinode *di, char *out, size_t o
 		fsd_corrupt(fs, LE64(di->i_blkno), "symlink of impossible length");
 		return -EIO;
 	}
-	if (LE32(di->i_clusters) == 0 && !(LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL)) {
-		/* fast symlink: length bounded by block validation */
+	if (fsd_fast_symlink(di)) {
+		/* length bounded by block validation */
 		memcpy(out, di->id2.i_symlink, len);
 		out[len] = '\0';
 		return 0;

@@ -366,7 +366,9 @@ file_free_all(struct fsd *fs, struct fsd_inode *ip)
 			journal_stop(&h, 1);
 			return rc;
 		}
-		if ((rc = journal_access(&h, ib)) == 0) {
+		/* a fast symlink has no clusters (ocfs2_truncate_for_delete skips it) */
+		if (!fsd_fast_symlink((const struct ocfs2_dinode *)ib->data) &&
+		    (rc = journal_access(&h, ib)) == 0) {
 			rc = extent_truncate(&h, ib, 0);
 			if (rc == -EAGAIN) {
 				again = 1;

@@ -692,4 +692,16 @@ extern const struct fuse_lowlevel_ops fsd_ops;
 #define LE32(x)	le32toh(x)
 #define LE64(x)	le64toh(x)
 
+/*
+ * A fast symlink keeps its target in id2 where other inodes have their
+ * extent list: no list to walk or truncate. fsck.ocfs2 (pass1.c,
+ * o2fsck_check_blocks) tells them apart by mode and i_clusters alone.
+ */
+static inline int
+fsd_fast_symlink(const struct ocfs2_dinode *di)
+{
+	return S_ISLNK(LE16(di->i_mode)) && LE32(di->i_clusters) == 0 &&
+	    !(LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL);
+}
+
 #endif

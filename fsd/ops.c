@@ -36,6 +36,13 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 	if (fs->plocks != NULL && (conn->capable & FUSE_CAP_POSIX_LOCKS))
 		conn->want |= FUSE_CAP_POSIX_LOCKS;
 	/*
+	 * open(O_TRUNC) comes as an OPEN with O_TRUNC, which truncates
+	 * (fsd_open_inode). libfuse asks for this by default; fsd does not
+	 * rely on that default.
+	 */
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	/*
 	 * Write-behind: the kernel gathers writes in its page cache and
 	 * hands them to us in large requests; fsync still flushes them and
 	 * then commits the journal, so what fsync acknowledged is on disk.

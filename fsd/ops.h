@@ -34,6 +34,8 @@ void	fsd_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *for
 void	fsd_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void	fsd_readlink(fuse_req_t req, fuse_ino_t ino);
 void	fsd_access(fuse_req_t req, fuse_ino_t ino, int mask);
+/* May the caller of req access an inode of that mode and owner as mask (R_OK...) says? */
+int	fsd_permission(fuse_req_t req, unsigned mode, uint32_t uid, uint32_t gid, int mask);
 void	fsd_statfs(fuse_req_t req, fuse_ino_t ino);
 /*
  * Fill e for the inode at blkno and count one FUSE lookup on it: 0 or
@@ -63,6 +65,12 @@ void	fsd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct
 	    int sleep);
 /* fi->fh of an open file */
 #define FH_APPEND	0x1
+/*
+ * Open a regular file here (inode_open) and, with O_TRUNC in flags, cut
+ * it to size 0 with a new mtime and ctime: with atomic_o_trunc the
+ * kernel leaves that to OPEN and sends no SETATTR. 0 or -errno.
+ */
+int	fsd_open_inode(struct fsd *fs, struct fsd_inode *ip, int flags);
 /* What open and create tell the kernel about caching, and fi->fh. */
 void	fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi);
 void	fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

@@ -10,6 +10,19 @@
 
 #include "ops.h"
 
+int
+fsd_open_inode(struct fsd *fs, struct fsd_inode *ip, int flags)
+{
+	int rc;
+
+	if ((rc = inode_open(fs, ip)) != 0 || !(flags & O_TRUNC))
+		return rc;
+	/* as the kernel's handle_truncate: always, so mtime and ctime move */
+	if ((rc = file_setsize(fs, ip, 0)) != 0)
+		inode_close(fs, ip);
+	return rc;
+}
+
 void
 fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -19,7 +32,7 @@ fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	unsigned mode;
 	int rc;
 
-	if (fs->readonly && (fi->flags & O_ACCMODE) != O_RDONLY)
+	if (fs->readonly && ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)))
 		return (void)fuse_reply_err(req, EROFS);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
@@ -29,11 +42,12 @@ fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	mode = LE16(((const struct ocfs2_dinode *)b->data)->i_mode);
 	inode_unlock_block(fs, ip, LKM_PR, b);
-	if (S_ISDIR(mode)) {
+	if (!S_ISREG(mode)) {
+		/* the kernel opens only regular files through us */
 		inode_put(fs, ip);
-		return (void)fuse_reply_err(req, EISDIR);
+		return (void)fuse_reply_err(req, S_ISDIR(mode) ? EISDIR : EINVAL);
 	}
-	rc = inode_open(fs, ip);
+	rc = fsd_open_inode(fs, ip, fi->flags);
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);

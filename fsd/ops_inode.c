@@ -177,7 +177,6 @@ fsd_readlink(fuse_req_t req, fuse_ino_t ino)
 }
 
 struct access_arg {
-	const struct fuse_ctx	*ctx;
 	fuse_req_t		 req;
 	int			 mask;
 };
@@ -196,34 +195,43 @@ in_groups(fuse_req_t req, gid_t gid)
 }
 
 /* generic_permission() without ACLs: owner, then group, then other bits. */
+int
+fsd_permission(fuse_req_t req, unsigned mode, uint32_t uid, uint32_t gid, int mask)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	unsigned bits;
+
+	if (ctx->uid == 0) {
+		/* root may execute only what someone may execute */
+		if ((mask & X_OK) && !S_ISDIR(mode) && !(mode & 0111))
+			return -EACCES;
+		return 0;
+	}
+	if (ctx->uid == uid)
+		bits = mode >> 6;
+	else if (ctx->gid == gid || in_groups(req, gid))
+		bits = mode >> 3;
+	else
+		bits = mode;
+	return ((unsigned)mask & ~bits & 7) ? -EACCES : 0;
+}
+
 static int
 access_cb(struct fsd *fs, const struct ocfs2_dinode *di, void *arg)
 {
 	struct access_arg *a = arg;
-	unsigned mode = LE16(di->i_mode), bits;
+	unsigned mode = LE16(di->i_mode);
 
 	if (fs->readonly && (a->mask & W_OK) && !S_ISCHR(mode) && !S_ISBLK(mode) &&
 	    !S_ISFIFO(mode) && !S_ISSOCK(mode))
 		return -EROFS;
-	if (a->ctx->uid == 0) {
-		/* root may execute only what someone may execute */
-		if ((a->mask & X_OK) && !S_ISDIR(mode) && !(mode & 0111))
-			return -EACCES;
-		return 0;
-	}
-	if (a->ctx->uid == LE32(di->i_uid))
-		bits = mode >> 6;
-	else if (a->ctx->gid == LE32(di->i_gid) || in_groups(a->req, LE32(di->i_gid)))
-		bits = mode >> 3;
-	else
-		bits = mode;
-	return ((unsigned)a->mask & ~bits & 7) ? -EACCES : 0;
+	return fsd_permission(a->req, mode, LE32(di->i_uid), LE32(di->i_gid), a->mask);
 }
 
 void
 fsd_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	struct access_arg a = { fuse_req_ctx(req), req, mask };
+	struct access_arg a = { req, mask };
 	int rc;
 
 	rc = with_inode(fsd_of(req), ino, access_cb, &a);

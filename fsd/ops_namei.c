@@ -6,10 +6,12 @@
  * locks cannot deadlock.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -88,11 +90,12 @@ check_name(const char *name)
 /*
  * Make a new inode of mode under parent, named name: a directory gets
  * "." and "..", a symlink its target (fast in the inode, or slow in a
- * cluster). The entry for FUSE is filled on success.
+ * cluster). The entry for FUSE is filled on success. When the name
+ * exists, -EEXIST, and *found (if asked for) is the inode it names.
  */
 static int
 do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mode, dev_t rdev,
-    const char *target, struct fuse_entry_param *e)
+    const char *target, struct fuse_entry_param *e, uint64_t *found)
 {
 	struct fsd *fs = fsd_of(req);
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -118,6 +121,8 @@ do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mod
 		goto out;
 	}
 	if ((rc = dir_lookup(fs, dp.di, name, strlen(name), &existing)) != -ENOENT) {
+		if (rc == 0 && found != NULL)
+			*found = existing;
 		rc = rc == 0 ? -EEXIST : rc;
 		goto out;
 	}
@@ -175,12 +180,12 @@ out:
 /* Out of space: retry once after freeing what the truncate log holds. */
 static int
 do_create(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mode, dev_t rdev,
-    const char *target, struct fuse_entry_param *e)
+    const char *target, struct fuse_entry_param *e, uint64_t *found)
 {
-	int rc = do_create_once(req, parent, name, mode, rdev, target, e);
+	int rc = do_create_once(req, parent, name, mode, rdev, target, e, found);
 
 	if (rc == -ENOSPC && fsd_reclaim(fsd_of(req)))
-		rc = do_create_once(req, parent, name, mode, rdev, target, e);
+		rc = do_create_once(req, parent, name, mode, rdev, target, e, found);
 	return rc;
 }
 
@@ -193,7 +198,7 @@ fsd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_
 	if (!S_ISREG(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISFIFO(mode) &&
 	    !S_ISSOCK(mode))
 		return (void)fuse_reply_err(req, EINVAL);
-	if ((rc = do_create(req, parent, name, mode, rdev, NULL, &e)) != 0)
+	if ((rc = do_create(req, parent, name, mode, rdev, NULL, &e, NULL)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_entry(req, &e);
 }
@@ -204,7 +209,7 @@ fsd_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct fuse_entry_param e;
 	int rc;
 
-	if ((rc = do_create(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL, &e)) != 0)
+	if ((rc = do_create(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL, &e, NULL)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_entry(req, &e);
 }
@@ -217,25 +222,64 @@ fsd_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *nam
 
 	if (strlen(link) == 0 || strlen(link) >= PATH_MAX)
 		return (void)fuse_reply_err(req, strlen(link) ? ENAMETOOLONG : ENOENT);
-	if ((rc = do_create(req, parent, name, S_IFLNK | 0777, 0, link, &e)) != 0)
+	if ((rc = do_create(req, parent, name, S_IFLNK | 0777, 0, link, &e, NULL)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_entry(req, &e);
+}
+
+/*
+ * open(O_CREAT) without O_EXCL of a name that another node made after
+ * this kernel's LOOKUP found nothing: open(2) opens what is there. The
+ * kernel takes our reply as a creation, so it checks no permission and
+ * leaves O_TRUNC to us. Only a regular file can be the answer to a
+ * CREATE; for any other kind, ESTALE makes the kernel's path walk look
+ * the name up afresh (do_filp_open's LOOKUP_REVAL retry), and it opens
+ * that as open(2) would (follows a symlink, EISDIR for a directory...).
+ */
+static int
+entry_of_existing(fuse_req_t req, uint64_t blkno, int flags, struct fuse_entry_param *e)
+{
+	struct fsd *fs = fsd_of(req);
+	int rc, mask;
+
+	if ((rc = fsd_make_entry(fs, blkno, e)) != 0)
+		return rc;
+	switch (flags & O_ACCMODE) {
+	case O_RDONLY:	mask = R_OK; break;
+	case O_WRONLY:	mask = W_OK; break;
+	default:	mask = R_OK | W_OK; break;
+	}
+	if (flags & O_TRUNC)
+		mask |= W_OK;
+	if (!S_ISREG(e->attr.st_mode))
+		rc = -ESTALE;
+	else
+		rc = fsd_permission(req, e->attr.st_mode, e->attr.st_uid, e->attr.st_gid, mask);
+	if (rc != 0)
+		inode_forget(fs, blkno, 1);
+	return rc;
 }
 
 void
 fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
     struct fuse_file_info *fi)
 {
-	struct fuse_entry_param e;
-	int rc;
-
 	struct fsd *fs = fsd_of(req);
+	struct fuse_entry_param e;
 	struct fsd_inode *ip;
+	uint64_t found = 0;
+	int rc, created = 1;
 
-	if ((rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, &e)) != 0)
+	rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, &e, &found);
+	if (rc == -EEXIST && found != 0 && !(fi->flags & O_EXCL)) {
+		created = 0;
+		rc = entry_of_existing(req, found, fi->flags, &e);
+	}
+	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, e.ino), &ip)) == 0) {
-		rc = inode_open(fs, ip);
+		/* a file we just made is empty: O_TRUNC is for one that was there */
+		rc = fsd_open_inode(fs, ip, created ? fi->flags & ~O_TRUNC : fi->flags);
 		inode_put(fs, ip);
 	}
 	if (rc != 0) {

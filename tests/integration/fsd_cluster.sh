@@ -309,7 +309,10 @@ check "node3 does not see it either" test ! -e "${M[3]}/big"
 check_eq "node2 still reads it" 16777216 "$(wc -c <&7)"
 check "node2 still writes it" sh -c "echo tail >&7"
 sleep 1
-check "its space is not freed while node2 has it open" test "$(free_clusters)" -le "$written"
+# Clusters of other files may come back meanwhile (a truncate log flushed),
+# not the 16 MiB (4096 blocks) of this one.
+not_freed() { echo "free blocks: $written after the write, $(free_clusters) now"; (($(free_clusters) < written + 2048)); }
+check "its space is not freed while node2 has it open" not_freed
 exec 7>&-
 check "closing it on node2 frees its space" wait_for 10 sh -c "test \$(stat -f -c %a '${M[1]}') -ge $((before - 8))"
 check "its orphan is gone from every orphan dir" sh -c \
