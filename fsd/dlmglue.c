@@ -61,6 +61,7 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 #define LR_DROPPING	0x100	/* out of the table, its lock going: no more queueing */
 #define LR_LVB_FRESH	0x200	/* META granted from NL with the value block its last
 				   EX holder left (in lvb); no EX here since */
+#define LR_INTR		0x400	/* lockres_interrupt(): an LKF_INTR wait gives up */
 
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -451,8 +452,10 @@ request_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 		lr->status = status;
 		lr->flags &= ~(LR_BUSY | LR_CANCEL);
 		pthread_cond_broadcast(&lr->cv);
-	} else if (lr->level < 0)
+	} else if (lr->level < 0) {
 		lr->lockid = lockid;
+		pthread_cond_broadcast(&lr->cv);	/* an interrupted waiter may cancel it now */
+	}
 	pthread_mutex_unlock(&g->mtx);
 }
 
@@ -502,24 +505,53 @@ send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached
 		request_reply(g->dc, errno ? errno : EIO, 0, lr);
 }
 
+static void cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg);
+
+/*
+ * Withdraw lr's request in flight: its Ast then says ECANCELED, or grants
+ * it when the cancel came too late. glue->mtx held, released meanwhile.
+ */
+static void
+send_cancel(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	uint64_t lockid = lr->lockid;
+
+	lr->flags |= LR_CANCEL;
+	pthread_mutex_unlock(&g->mtx);
+	pthread_mutex_lock(&g->cmtx);
+	if (dlmc_unlock_send(g->dc, g->domain, lockid, DLMC_F_CANCEL, NULL, cancel_reply, lr) == -1)
+		log_warnx("lock %s: cancel: %s", lr->name, strerror(errno));
+	pthread_mutex_unlock(&g->cmtx);
+	pthread_mutex_lock(&g->mtx);
+}
+
 /*
  * Ask dlmd for level and wait for the answer (the Ast, or a refusal in
- * lr->status). Called and returns with m (the state mutex) held.
+ * lr->status). Called and returns with m (the state mutex) held. With
+ * LKF_INTR, lockres_interrupt() cancels the request (once dlmd has told
+ * its id, for a new lock).
  */
 static void
 request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
-    uint32_t flags, const uint8_t *lvb)
+    uint32_t flags, const uint8_t *lvb, unsigned lkf)
 {
 	int attached = lr->level >= 0;
 	uint64_t lockid = lr->lockid;
 
 	lr->flags |= LR_BUSY;
 	lr->status = 0;
+	if (!attached)
+		lr->lockid = 0;		/* request_reply tells the new lock's */
 	pthread_mutex_unlock(m);
 	send_request(g, lr, level, attached, lockid, flags, lvb);
 	pthread_mutex_lock(m);
-	while (lr->flags & LR_BUSY)
-		pthread_cond_wait(&lr->cv, m);
+	while (lr->flags & LR_BUSY) {
+		if ((lkf & LKF_INTR) && (lr->flags & (LR_INTR | LR_CANCEL)) == LR_INTR &&
+		    lr->lockid != 0)
+			send_cancel(g, lr);
+		else
+			pthread_cond_wait(&lr->cv, m);
+	}
 }
 
 static void
@@ -685,6 +717,12 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			}
 			break;
 		}
+		/* not granted yet: an interrupted waiter stops here (a grant that
+		   beat its cancel was taken above) */
+		if ((lkf & LKF_INTR) && (lr->flags & LR_INTR)) {
+			pthread_mutex_unlock(m);
+			return -EINTR;
+		}
 		if (lr->flags & (LR_BUSY | LR_REFRESHING)) {
 			pthread_cond_wait(&lr->cv, m);
 			continue;
@@ -693,9 +731,9 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			pthread_mutex_unlock(m);
 			return -EIO;
 		}
-		request_wait(g, m, lr, level, (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL);
+		request_wait(g, m, lr, level, (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL, lkf);
 		if (lr->status == ECANCELED)
-			continue;	/* gave way to another node; ask again */
+			continue;	/* gave way to another node, or interrupted */
 		if (lr->status != 0) {
 			rc = lr->status;
 			if (rc != EAGAIN)
@@ -720,6 +758,22 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 	}
 	pthread_mutex_unlock(m);
 	return 0;
+}
+
+void
+lockres_interrupt(struct fsd_lockres *lr, int on)
+{
+	struct fsd_glue *g = lr->glue;
+
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->mtx);
+	if (on)
+		lr->flags |= LR_INTR;
+	else
+		lr->flags &= ~LR_INTR;
+	pthread_cond_broadcast(&lr->cv);
+	pthread_mutex_unlock(&g->mtx);
 }
 
 int
@@ -750,7 +804,7 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 	/* not cached: others test it with trylocks, which send no BAST */
 	if (fs->glue != NULL && lr->nocache && lr->ro + lr->ex == 0 && lr->level > LKM_NL &&
 	    !(lr->flags & (LR_BUSY | LR_BLOCKED)))
-		request_wait(fs->glue, m, lr, LKM_NL, 0, NULL);
+		request_wait(fs->glue, m, lr, LKM_NL, 0, NULL, 0);
 	pthread_cond_broadcast(&lr->cv);
 	lockres_maybe_drop(fs, lr);
 	pthread_mutex_unlock(m);
@@ -785,8 +839,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 		}
 		lr->level = ast->mode;
 		lr->lockid = ast->lockid;
-	} else if (lr->level < 0 && ast->status != ECANCELED)
-		lr->lockid = 0;		/* a refused new lock is gone */
+	} else if (lr->level < 0)
+		lr->lockid = 0;		/* a refused or cancelled new lock is gone */
 	lr->flags &= ~(LR_BUSY | LR_CANCEL);
 	if ((lr->flags & LR_BLOCKED) && !(lr->flags & LR_DROPPING) &&
 	    !holders_conflict(lr, lr->blocking))
@@ -922,7 +976,8 @@ stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
 /*
  * A refused cancel either lost the race with the grant (whose Ast then
  * queues the downconvert) or overtook the request it meant to cancel,
- * which dlmd had not seen yet: then it is tried again.
+ * which dlmd had not seen yet: then it is tried again, by the downconvert
+ * or by the interrupted waiter.
  */
 static void
 cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
@@ -940,6 +995,7 @@ cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 		lr->flags &= ~LR_CANCEL;
 		if (lr->flags & LR_BLOCKED)
 			queue_downconvert(g, lr);
+		pthread_cond_broadcast(&lr->cv);
 	}
 	pthread_mutex_unlock(&g->mtx);
 }
@@ -951,7 +1007,6 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	struct fsd *fs = g->fs;
 	uint8_t lvb[DLMC_LVB_LEN];
 	int target, from, has_lvb;
-	uint64_t lockid;
 
 	if (!(lr->flags & LR_BLOCKED))
 		return;
@@ -960,15 +1015,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 		/* our own upconvert would wait for the other node forever: withdraw it */
 		if (!(lr->flags & LR_CANCEL) && lr->level >= 0) {
 			log_debug("lock %s: cancelling our request", lr->name);
-			lr->flags |= LR_CANCEL;
-			lockid = lr->lockid;
-			pthread_mutex_unlock(&g->mtx);
-			pthread_mutex_lock(&g->cmtx);
-			if (dlmc_unlock_send(g->dc, g->domain, lockid, DLMC_F_CANCEL, NULL,
-			    cancel_reply, lr) == -1)
-				log_warnx("lock %s: cancel: %s", lr->name, strerror(errno));
-			pthread_mutex_unlock(&g->cmtx);
-			pthread_mutex_lock(&g->mtx);
+			send_cancel(g, lr);
 		}
 		return;		/* the Ast queues it again */
 	}
@@ -1003,7 +1050,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 			queue_inval(g, lr->owner);
 	}
 	pthread_mutex_lock(&g->mtx);
-	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL);
+	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL, 0);
 	if (lr->status != 0)
 		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
 		    strerror(lr->status));

@@ -122,6 +122,7 @@ struct fsd_lockres {
 
 #define LKF_TRY		0x1	/* fail with -EAGAIN rather than wait */
 #define LKF_RECOVERY	0x2	/* node recovery's own locks: don't wait for it */
+#define LKF_INTR	0x4	/* lockres_interrupt() ends the wait with -EINTR */
 
 /* ---- the mount -------------------------------------------------------- */
 
@@ -279,6 +280,11 @@ void	 lockres_private_free(struct fsd *fs, struct fsd_lockres *lr);
 /* level is LKM_PR or LKM_EX; 0 or -errno (-EAGAIN: LKF_TRY and busy). */
 int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
 int	 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf);
+/*
+ * on: an LKF_INTR wait for lr (in a cluster) gives up with -EINTR, its
+ * request to dlmd cancelled; off: forget that. Any thread may call it.
+ */
+void	 lockres_interrupt(struct fsd_lockres *lr, int on);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 glue_session_gone(struct fsd *fs);
