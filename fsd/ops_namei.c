@@ -235,7 +235,8 @@ fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if ((rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, &e)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, e.ino), &ip)) == 0) {
-		rc = inode_open(fs, ip);
+		if ((rc = inode_open(fs, ip)) == 0)
+			lockres_file_open(ip->meta, 1, fsd_open_writes(fi));
 		inode_put(fs, ip);
 	}
 	if (rc != 0) {

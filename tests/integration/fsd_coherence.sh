@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# Two nodes of the local cluster on one volume, where the kernel's waits
-# meet the cluster locks: a flock(2) waiting for the other node ends with
-# EINTR when a signal interrupts it, leaving no request queued behind.
-# fsck.ocfs2 finds the volume clean at the end.
+# Two nodes of the local cluster on one volume, where the kernel's page
+# cache and waits meet the cluster locks: a write through a shared mapping
+# on one node (with or without msync) is what the other node reads, with
+# read(2) or its own mapping, and a mapping sees the other node's later
+# writes; a flock(2) waiting for the other node ends with EINTR when a
+# signal interrupts it, leaving no request queued behind. fsck.ocfs2
+# finds the volume clean at the end.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -16,6 +19,118 @@ echo "-- setup"
 if ! netd_up 2; then fail "localcluster up 2"; finish; exit 1; fi
 for k in 1 2; do run_check "node$k mounts the volume" node_mount "$k"; done
 IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
+
+echo "-- shared mappings"
+# mmap_coherence A B: A and B are one file seen by node1 and node2. One
+# process maps it on both nodes and checks each direction; a failed check
+# names itself.
+mmap_coherence() {
+	python3 - "$@" <<'PY'
+import mmap, os, sys
+a, b = sys.argv[1], sys.argv[2]
+fails = 0
+def check(desc, want, got):
+    global fails
+    if want != got:
+        fails += 1
+        print(f"{desc}: want {want!r}, got {got!r}")
+def pread(path, off, n):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.pread(fd, n, off)
+    finally:
+        os.close(fd)
+fa = os.open(a, os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fa, 16384)
+ma = mmap.mmap(fa, 16384)
+fb = os.open(b, os.O_RDWR)
+mb = mmap.mmap(fb, 16384)
+ro = os.open(b, os.O_RDONLY)
+mr = mmap.mmap(ro, 16384, prot=mmap.PROT_READ)
+check("node2's mappings start out zero", b"\0" * 8, bytes(mb[0:4]) + bytes(mr[8192:8196]))
+ma[100:105] = b"first"
+check("node2's read(2) of node1's mmap write (no msync)", b"first", pread(b, 100, 5))
+ma[200:206] = b"second"
+ma.flush()
+check("node2's read(2) of node1's mmap write (msync)", b"second", pread(b, 200, 6))
+ma[300:305] = b"third"
+check("node2's mapping of node1's mmap write", b"third", bytes(mb[300:305]))
+mb[4106:4111] = b"back!"
+check("node1's read(2) of node2's mmap write", b"back!", pread(a, 4106, 5))
+check("node1's mapping of node2's mmap write", b"back!", bytes(ma[4106:4111]))
+ma[8192:8197] = b"again"
+check("node2's read-only mapping of node1's later mmap write", b"again", bytes(mr[8192:8197]))
+os.pwrite(fb, b"plain", 12288)
+check("node1's mapping of node2's later write(2)", b"plain", bytes(ma[12288:12293]))
+for m in (ma, mb, mr):
+    m.close()
+for fd in (fa, fb, ro):
+    os.close(fd)
+sys.exit(1 if fails else 0)
+PY
+}
+check "writes through a shared mapping are seen across nodes, both ways" \
+    mmap_coherence "${M[1]}/mm" "${M[2]}/mm"
+check "node1 reads what the mappings left" \
+    sh -c "[ \"\$(dd if='${M[1]}/mm' bs=1 skip=100 count=5 status=none)\" = first ]"
+
+# mmap_race A B: for 3 s a process on node1 counts up in its mapping of
+# A while this one reads B with read(2): never a count going back, and at
+# the end the last one. The two nodes take the file from each other
+# hundreds of times, the writeback of each downconvert among them.
+mmap_race() {
+	python3 - "$@" <<'PY'
+import mmap, os, sys, time
+a, b = sys.argv[1], sys.argv[2]
+fa = os.open(a, os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fa, 4096)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    m = mmap.mmap(fa, 4096)
+    n, end = 0, time.monotonic() + 3
+    while time.monotonic() < end:
+        n += 1
+        m[0:8] = n.to_bytes(8, "little")
+    os.write(w, n.to_bytes(8, "little"))
+    os._exit(0)
+fb = os.open(b, os.O_RDONLY)
+last, reads = 0, 0
+while os.waitpid(pid, os.WNOHANG) == (0, 0):
+    v = int.from_bytes(os.pread(fb, 8, 0), "little")
+    if v < last:
+        sys.exit(f"read {v} after {last}")
+    last, reads = v, reads + 1
+final = int.from_bytes(os.read(r, 8), "little")
+v = int.from_bytes(os.pread(fb, 8, 0), "little")
+if v != final:
+    sys.exit(f"read {v} at the end, node1 wrote {final} last")
+print(f"{reads} reads, up to {final}")
+PY
+}
+check "node2 reads node1's mapping count up, never back (3 s)" \
+    timeout -s KILL 60 bash -c "$(declare -f mmap_race); mmap_race '${M[1]}/race' '${M[2]}/race'"
+# trunc_dirty A B: node1 dirties four pages of its mapping of A, node2
+# truncates B to one page. node2 holds the RW lock EX and waits for the
+# META lock, whose downconvert on node1 writes the pages back.
+trunc_dirty() {
+	python3 - "$@" <<'PY'
+import mmap, os, subprocess, sys
+a, b = sys.argv[1], sys.argv[2]
+fa = os.open(a, os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fa, 16384)
+m = mmap.mmap(fa, 16384)
+for pg in range(4):
+    m[pg * 4096:pg * 4096 + 4] = b"pg%d!" % pg
+subprocess.run(["timeout", "-s", "KILL", "20", "truncate", "-s", "4096", b], check=True)
+with open(b, "rb") as f:
+    got = f.read()
+if got[:4] != b"pg0!" or len(got) != 4096:
+    sys.exit(f"node2 reads {len(got)} bytes starting {got[:4]!r}")
+PY
+}
+check "node2's truncate of a file node1's mapping dirtied ends, keeping what is left" \
+    trunc_dirty "${M[1]}/tr" "${M[2]}/tr"
 
 echo "-- an interrupted flock wait"
 : >"${M[1]}/fl"
