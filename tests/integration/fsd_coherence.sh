@@ -163,7 +163,50 @@ check "node2's flock still works afterwards" flock -x -w 5 8
 flock -u 8
 exec 8<&- 9<&-
 
+echo "-- a slot recovered twice by the same survivor"
+# node1 recovers node2's slot, node2 comes back to that slot, takes a new
+# local alloc window and logs freed clusters, and its journal is
+# checkpointed (node1 reads its file: the META lock comes down from EX),
+# so that neither block is in the log when node2 dies again. node1 must
+# read them from the disk, not as its first recovery left them: the
+# window goes back to the global bitmap and the log's clusters are freed
+# (seen on the disk once node1 has unmounted).
+slot_of() { lc exec "$1" "$O2CTL" mounts --json | jq '.[0].slot'; }
+recovered() { grep -c "slot $1 recovered" "$LOCALCLUSTER_DIR/node1/log/fsd.log"; }
+recovered_since() { (($(recovered "$1") > $2)); }
+replayed() { grep -c "journal:000$1: replayed" "$LOCALCLUSTER_DIR/node1/log/fsd.log"; }
+la_total() { debugfs.ocfs2 -R "stat //local_alloc:000$1" "$IMG" 2>/dev/null | sed -n 's/.*Bitmap Total: \([0-9]*\).*/\1/p'; }
+tl_used() { debugfs.ocfs2 -R "stat //truncate_log:000$1" "$IMG" 2>/dev/null | sed -n 's/.*Total Records: [0-9]*   Used: \([0-9]*\).*/\1/p'; }
+# dirty_slot K: node K takes a window and frees clusters into its log,
+# then node1 makes it checkpoint its journal.
+dirty_slot() {
+	head -c 1048576 /dev/urandom >"${M[$1]}/w$1" && sync "${M[$1]}/w$1" &&
+	    truncate -s 4096 "${M[$1]}/w$1" && sync "${M[$1]}/w$1" && cat "${M[1]}/w$1" >/dev/null
+}
+S2=$(slot_of 2)
+for round in 1 2; do
+	run_check "round $round: node2 takes a window and logs freed clusters" dirty_slot 2
+	check "... the window is on disk" test "$(la_total "$S2")" -gt 0
+	before=$(recovered "$S2")
+	replays=$(replayed "$S2")
+	lc kill 2 >/dev/null
+	check "node1 recovers node2's slot" wait_for 20 recovered_since "$S2" "$before"
+	check_eq "... replaying its journal (node2 mounted it: dirty)" $((replays + 1)) "$(replayed "$S2")"
+	if ((round == 1)); then
+		lc start 2 >/dev/null
+		run_check "node2 mounts again" node_mount 2
+		check_eq "... on the same slot" "$S2" "$(slot_of 2)"
+	fi
+done
+
 echo "-- end"
-for k in 1 2; do check "node$k unmounts" lc umount "$k"; done
+check "node1 unmounts" lc umount 1
+check_eq "node2's window went back to the global bitmap" 0 "$(la_total "$S2")"
+check_eq "... and its truncate log is empty" 0 "$(tl_used "$S2")"
+# fsck wants no heartbeat on the volume: node2's daemons came back after
+# the kill, so mount there and leave cleanly
+lc start 2 >/dev/null
+run_check "node2 mounts once more" node_mount 2
+check "node2 unmounts" lc umount 2
 check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
 finish
