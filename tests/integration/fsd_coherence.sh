@@ -209,4 +209,6 @@ lc start 2 >/dev/null
 run_check "node2 mounts once more" node_mount 2
 check "node2 unmounts" lc umount 2
 check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
+check "no fsd reported a sanitizer error or a crash" sh -c \
+    "! grep -aE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' '$LOCALCLUSTER_DIR'/node*/log/fsd.log"
 finish
