@@ -71,6 +71,8 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 
 /* Flushes of one downconvert while holders keep coming in (flush_loop). */
 #define FLUSH_ROUNDS	3
+/* How long the downconvert waits for one flush (flush_overdue). */
+#define FLUSH_WAIT_MS	2000
 
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -1064,6 +1066,12 @@ queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
  * This thread waits for nothing else; the downconvert thread hands over
  * and goes on with other locks, and the inval thread's waits are not
  * ours either.
+ *
+ * One wait remains: a write(2) whose last page is partial keeps it locked
+ * while its WRITE waits for the RW lock, which another node's truncate
+ * may hold while it waits for this META lock. The downconvert thread
+ * then gives up on the flush after FLUSH_WAIT_MS (flush_overdue): the
+ * lock goes down, the truncate ends, and the flush with it.
  */
 static void *
 flush_loop(void *arg)
@@ -1082,8 +1090,11 @@ flush_loop(void *arg)
 		lr = g->fl_head;
 		if ((g->fl_head = lr->flnext) == NULL)
 			g->fl_tail = NULL;
+		g->fl_cur = lr;
 		for (round = 1;; round++) {
 			lr->flush_passes = 0;
+			fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &g->fl_deadline);
+			pthread_cond_signal(&g->dc_cv);		/* it watches the deadline */
 			pthread_mutex_unlock(&g->mtx);
 			pthread_mutex_lock(&g->se_mtx);
 			if (fs->se != NULL)
@@ -1091,12 +1102,16 @@ flush_loop(void *arg)
 				    fsd_blkno_to_ino(fs, lr->owner), 0, 0);
 			pthread_mutex_unlock(&g->se_mtx);
 			pthread_mutex_lock(&g->mtx);
-			if (lr->flush_passes == 0 || round == FLUSH_ROUNDS)
+			if (!(lr->flags & LR_FLUSHING) || lr->flush_passes == 0 ||
+			    round == FLUSH_ROUNDS)
 				break;
 		}
-		lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
+		g->fl_cur = NULL;
+		if (lr->flags & LR_FLUSHING) {
+			lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
+			queue_downconvert(g, lr);
+		}
 		pthread_cond_broadcast(&lr->cv);
-		queue_downconvert(g, lr);
 	}
 	pthread_mutex_unlock(&g->mtx);
 	return NULL;
@@ -1171,7 +1186,8 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	}
 	if (holders_conflict(lr, lr->blocking))
 		return;		/* the last conflicting unlock queues it again */
-	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target)) {
+	/* (not again while its last flush, given up on, is still under way) */
+	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr) {
 		queue_flush(g, lr);
 		return;
 	}
@@ -1228,7 +1244,7 @@ drop_idle(struct fsd_glue *g)
 
 	idle_remove(g, lr);
 	lockres_unhash(fs, lr);
-	while (lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING))
+	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
 	lr->flags |= LR_DROPPING;
 	if (lr->level >= 0 && !g->dead_conn) {
@@ -1250,6 +1266,31 @@ drop_idle(struct fsd_glue *g)
 	free(lr);
 }
 
+/*
+ * Has the flush under way outlasted FLUSH_WAIT_MS? Then its lock comes
+ * down without it (see flush_loop); what it had not written back yet
+ * reaches the other node at its next writeback. glue->mtx held.
+ */
+static int
+flush_overdue(struct fsd_glue *g)
+{
+	struct fsd_lockres *lr = g->fl_cur;
+	struct timespec now;
+
+	if (lr == NULL || !(lr->flags & LR_FLUSHING))
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (now.tv_sec < g->fl_deadline.tv_sec ||
+	    (now.tv_sec == g->fl_deadline.tv_sec && now.tv_nsec < g->fl_deadline.tv_nsec))
+		return 0;
+	log_warnx("lock %s: the kernel's writeback of the file's pages waits for a lock "
+	    "another node holds: giving the lock up before it ends", lr->name);
+	lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
+	pthread_cond_broadcast(&lr->cv);
+	queue_downconvert(g, lr);
+	return 1;
+}
+
 static void *
 downconvert_loop(void *arg)
 {
@@ -1258,8 +1299,13 @@ downconvert_loop(void *arg)
 
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
-		while (g->dc_head == NULL && g->nidle <= g->idle_max && !g->stopping)
-			pthread_cond_wait(&g->dc_cv, &g->mtx);
+		while (!flush_overdue(g) && g->dc_head == NULL && g->nidle <= g->idle_max &&
+		    !g->stopping) {
+			if (g->fl_cur != NULL && (g->fl_cur->flags & LR_FLUSHING))
+				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &g->fl_deadline);
+			else
+				pthread_cond_wait(&g->dc_cv, &g->mtx);
+		}
 		if (g->dc_head == NULL) {
 			if (g->stopping)
 				break;

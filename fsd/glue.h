@@ -40,6 +40,8 @@ struct fsd_glue {
 	   down (flush_loop), under mtx */
 	struct fsd_lockres *fl_head, *fl_tail;
 	pthread_cond_t	 fl_cv;
+	struct fsd_lockres *fl_cur;		/* being flushed */
+	struct timespec	 fl_deadline;		/* when the downconvert stops waiting */
 	/* nodes whose slot waits for recovery (reco.c), under mtx */
 	uint8_t		 dead[GLUE_MAX_NODES];
 	unsigned	 ndead;

@@ -132,6 +132,29 @@ PY
 check "node2's truncate of a file node1's mapping dirtied ends, keeping what is left" \
     trunc_dirty "${M[1]}/tr" "${M[2]}/tr"
 
+# write_vs_truncate A B: for 4 s node1 writes 100 bytes at random places
+# of A while node2 truncates B to random sizes. A write(2) keeps its last
+# partial page locked while it waits for the RW lock node2's truncate
+# holds, and the truncate waits for the META lock whose flush waits for
+# that page: the flush is given up on after a while, and both go on.
+write_vs_truncate() {
+	local end=$((SECONDS + 4)) w
+	python3 - "$1" <<'PY' &
+import os, random, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+end = time.time() + 4
+while time.time() < end:
+    os.pwrite(fd, b"x" * 100, random.randrange(0, 1 << 20))
+PY
+	w=$!
+	while ((SECONDS < end)); do
+		truncate -s $((RANDOM * 16)) "$2" || return 1
+	done
+	wait "$w"
+}
+check "node1's writes and node2's truncates of one file both go on (4 s)" \
+    timeout -s KILL 60 bash -c "$(declare -f write_vs_truncate); write_vs_truncate '${M[1]}/wt' '${M[2]}/wt'"
+
 echo "-- an interrupted flock wait"
 : >"${M[1]}/fl"
 exec 9<"${M[1]}/fl"
