@@ -4,7 +4,9 @@
  * A lock resource keeps the level dlmd granted us after its last holder
  * on this node is gone; only another node's request, arriving as a BAST,
  * takes it down. The downconvert thread then waits until no holder here
- * conflicts, writes home what the level protected (a journal checkpoint
+ * conflicts, has the kernel write back and drop the pages of a file
+ * whose META lock leaves EX (or goes to NL), writes home what the level
+ * protected (a journal checkpoint
  * when giving up EX), forgets what this node cached under it when going
  * to NL (blocks of its owner inode, a directory's name index, and the
  * kernel's pages and attributes through FUSE notify-inval), and converts.
@@ -22,9 +24,11 @@
  * serialise this node's users, the level is always EX.
  *
  * Threads: the dispatch thread reads dlmd's socket and runs the Ast/Bast
- * callbacks; the downconvert thread; the inval thread (notify-inval may
- * wait for pages that a reader locked while it waits for one of our
- * locks, so it never runs where a lock waits for it).
+ * callbacks; the downconvert thread; the flush thread, which has the
+ * kernel write back and drop a file's pages before its META lock comes
+ * down (see flush_loop for why that cannot deadlock); the inval thread
+ * (notify-inval may wait for pages that a reader locked while it waits
+ * for one of our locks, so it never runs where a lock waits for it).
  * One mutex (glue->mtx) covers every lock resource's state; dlmc calls go
  * under glue->cmtx, never while holding glue->mtx waiting for anything.
  */
@@ -61,6 +65,14 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 #define LR_DROPPING	0x100	/* out of the table, its lock going: no more queueing */
 #define LR_LVB_FRESH	0x200	/* META granted from NL with the value block its last
 				   EX holder left (in lvb); no EX here since */
+#define LR_INTR		0x400	/* lockres_interrupt(): an LKF_INTR wait gives up */
+#define LR_FLUSHING	0x800	/* on the flush queue or flushing (flush_loop) */
+#define LR_FLUSHED	0x1000	/* flushed: the downconvert goes on */
+
+/* Flushes of one downconvert while holders keep coming in (flush_loop). */
+#define FLUSH_ROUNDS	3
+/* How long the downconvert waits for one flush (flush_overdue). */
+#define FLUSH_WAIT_MS	2000
 
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -109,6 +121,17 @@ static int
 holders_conflict(const struct fsd_lockres *lr, int level)
 {
 	return level == LKM_EX ? lr->ro + lr->ex > 0 : lr->ex > 0;
+}
+
+/*
+ * While lr's file's pages are flushed, holders at the level we still have
+ * come in although another node waits: the flush may wait for their
+ * pages (flush_loop).
+ */
+static int
+flush_lets_in(const struct fsd_lockres *lr, int level)
+{
+	return (lr->flags & LR_FLUSHING) && level <= lr->level;
 }
 
 static struct fsd_lockres *
@@ -451,8 +474,10 @@ request_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 		lr->status = status;
 		lr->flags &= ~(LR_BUSY | LR_CANCEL);
 		pthread_cond_broadcast(&lr->cv);
-	} else if (lr->level < 0)
+	} else if (lr->level < 0) {
 		lr->lockid = lockid;
+		pthread_cond_broadcast(&lr->cv);	/* an interrupted waiter may cancel it now */
+	}
 	pthread_mutex_unlock(&g->mtx);
 }
 
@@ -502,24 +527,53 @@ send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached
 		request_reply(g->dc, errno ? errno : EIO, 0, lr);
 }
 
+static void cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg);
+
+/*
+ * Withdraw lr's request in flight: its Ast then says ECANCELED, or grants
+ * it when the cancel came too late. glue->mtx held, released meanwhile.
+ */
+static void
+send_cancel(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	uint64_t lockid = lr->lockid;
+
+	lr->flags |= LR_CANCEL;
+	pthread_mutex_unlock(&g->mtx);
+	pthread_mutex_lock(&g->cmtx);
+	if (dlmc_unlock_send(g->dc, g->domain, lockid, DLMC_F_CANCEL, NULL, cancel_reply, lr) == -1)
+		log_warnx("lock %s: cancel: %s", lr->name, strerror(errno));
+	pthread_mutex_unlock(&g->cmtx);
+	pthread_mutex_lock(&g->mtx);
+}
+
 /*
  * Ask dlmd for level and wait for the answer (the Ast, or a refusal in
- * lr->status). Called and returns with m (the state mutex) held.
+ * lr->status). Called and returns with m (the state mutex) held. With
+ * LKF_INTR, lockres_interrupt() cancels the request (once dlmd has told
+ * its id, for a new lock).
  */
 static void
 request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
-    uint32_t flags, const uint8_t *lvb)
+    uint32_t flags, const uint8_t *lvb, unsigned lkf)
 {
 	int attached = lr->level >= 0;
 	uint64_t lockid = lr->lockid;
 
 	lr->flags |= LR_BUSY;
 	lr->status = 0;
+	if (!attached)
+		lr->lockid = 0;		/* request_reply tells the new lock's */
 	pthread_mutex_unlock(m);
 	send_request(g, lr, level, attached, lockid, flags, lvb);
 	pthread_mutex_lock(m);
-	while (lr->flags & LR_BUSY)
-		pthread_cond_wait(&lr->cv, m);
+	while (lr->flags & LR_BUSY) {
+		if ((lkf & LKF_INTR) && (lr->flags & (LR_INTR | LR_CANCEL)) == LR_INTR &&
+		    lr->lockid != 0)
+			send_cancel(g, lr);
+		else
+			pthread_cond_wait(&lr->cv, m);
+	}
 }
 
 static void
@@ -652,8 +706,10 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 	}
 	for (;;) {
 		/* another node waits: let it have its turn first */
-		if ((lr->flags & LR_BLOCKED) && level > compat_level(lr->blocking)) {
-			if (lkf & LKF_TRY) {
+		if ((lr->flags & LR_BLOCKED) && level > compat_level(lr->blocking) &&
+		    !flush_lets_in(lr, level)) {
+			if ((lkf & LKF_TRY) ||
+			    ((lkf & LKF_NOFLUSHWAIT) && (lr->flags & LR_FLUSHING))) {
 				pthread_mutex_unlock(m);
 				return -EAGAIN;
 			}
@@ -685,6 +741,12 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			}
 			break;
 		}
+		/* not granted yet: an interrupted waiter stops here (a grant that
+		   beat its cancel was taken above) */
+		if ((lkf & LKF_INTR) && (lr->flags & LR_INTR)) {
+			pthread_mutex_unlock(m);
+			return -EINTR;
+		}
 		if (lr->flags & (LR_BUSY | LR_REFRESHING)) {
 			pthread_cond_wait(&lr->cv, m);
 			continue;
@@ -693,9 +755,9 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			pthread_mutex_unlock(m);
 			return -EIO;
 		}
-		request_wait(g, m, lr, level, (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL);
+		request_wait(g, m, lr, level, (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL, lkf);
 		if (lr->status == ECANCELED)
-			continue;	/* gave way to another node; ask again */
+			continue;	/* gave way to another node, or interrupted */
 		if (lr->status != 0) {
 			rc = lr->status;
 			if (rc != EAGAIN)
@@ -710,6 +772,8 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 		lr->flags &= ~LR_LVB_FRESH;	/* this holder changes what it says */
 	} else
 		lr->ro++;
+	if (lr->flags & LR_FLUSHING)
+		lr->flush_passes++;
 	if (lr->flags & LR_REFRESH) {
 		lr->flags = (lr->flags & ~(LR_REFRESH | LR_UNSURE)) | LR_REFRESHING;
 		pthread_mutex_unlock(m);
@@ -720,6 +784,53 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 	}
 	pthread_mutex_unlock(m);
 	return 0;
+}
+
+void
+lockres_file_open(struct fsd_lockres *lr, int delta, int writer)
+{
+	struct fsd_glue *g = lr->glue;
+
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->mtx);
+	lr->pages = 1;
+	/* a flush without writers may go on only while none comes (must_flush) */
+	while (writer && delta > 0 && (lr->flags & LR_FLUSHING))
+		pthread_cond_wait(&lr->cv, &g->mtx);
+	if (writer)
+		lr->writers += (unsigned)delta;
+	pthread_mutex_unlock(&g->mtx);
+}
+
+int
+lockres_read_level(struct fsd_lockres *lr)
+{
+	struct fsd_glue *g = lr->glue;
+	int writers;
+
+	if (g == NULL)
+		return LKM_PR;
+	pthread_mutex_lock(&g->mtx);
+	writers = lr->writers > 0;
+	pthread_mutex_unlock(&g->mtx);
+	return writers ? LKM_EX : LKM_PR;
+}
+
+void
+lockres_interrupt(struct fsd_lockres *lr, int on)
+{
+	struct fsd_glue *g = lr->glue;
+
+	if (g == NULL)
+		return;
+	pthread_mutex_lock(&g->mtx);
+	if (on)
+		lr->flags |= LR_INTR;
+	else
+		lr->flags &= ~LR_INTR;
+	pthread_cond_broadcast(&lr->cv);
+	pthread_mutex_unlock(&g->mtx);
 }
 
 int
@@ -750,7 +861,7 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 	/* not cached: others test it with trylocks, which send no BAST */
 	if (fs->glue != NULL && lr->nocache && lr->ro + lr->ex == 0 && lr->level > LKM_NL &&
 	    !(lr->flags & (LR_BUSY | LR_BLOCKED)))
-		request_wait(fs->glue, m, lr, LKM_NL, 0, NULL);
+		request_wait(fs->glue, m, lr, LKM_NL, 0, NULL, 0);
 	pthread_cond_broadcast(&lr->cv);
 	lockres_maybe_drop(fs, lr);
 	pthread_mutex_unlock(m);
@@ -785,8 +896,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 		}
 		lr->level = ast->mode;
 		lr->lockid = ast->lockid;
-	} else if (lr->level < 0 && ast->status != ECANCELED)
-		lr->lockid = 0;		/* a refused new lock is gone */
+	} else if (lr->level < 0)
+		lr->lockid = 0;		/* a refused or cancelled new lock is gone */
 	lr->flags &= ~(LR_BUSY | LR_CANCEL);
 	if ((lr->flags & LR_BLOCKED) && !(lr->flags & LR_DROPPING) &&
 	    !holders_conflict(lr, lr->blocking))
@@ -906,6 +1017,106 @@ inval_loop(void *arg)
 	return NULL;
 }
 
+/*
+ * Must the kernel's pages of lr's file go back and out before lr comes
+ * down to target? Leaving EX, always: a page written through a shared
+ * mapping reaches us only when the kernel writes it back, and it may be
+ * dirtied under EX alone (READs take EX while the file is open for
+ * writing here, lockres_read_level). Going to NL, so that this node's
+ * mappings see the other node's writes; but not while the file is open
+ * for writing here, where a write(2) may hold pages locked while it waits
+ * for EX, which the other node has first: no page can be dirty then (they
+ * all went at the last EX), and the inval thread drops them afterwards.
+ */
+static int
+must_flush(const struct fsd_lockres *lr, int target)
+{
+	return lr->type == FSD_LOCK_META && lr->pages && lr->owner != 0 &&
+	    (lr->level == LKM_EX || (target == LKM_NL && lr->writers == 0));
+}
+
+static void
+queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	lr->flags |= LR_FLUSHING;
+	lr->flush_passes = 0;
+	lr->flnext = NULL;
+	if (g->fl_tail != NULL)
+		g->fl_tail->flnext = lr;
+	else
+		g->fl_head = lr;
+	g->fl_tail = lr;
+	pthread_cond_signal(&g->fl_cv);
+	pthread_cond_broadcast(&lr->cv);	/* LKF_NOFLUSHWAIT waiters give up */
+}
+
+/*
+ * The flush thread: FUSE's notify-inval-inode has the kernel unmap the
+ * file's pages, write back the dirty ones (WRITE requests, which our
+ * other threads serve), and drop them all, as ocfs2's downconvert of an
+ * inode lock writes back and truncates the inode's pages
+ * (ocfs2_data_convert_worker). Then the downconvert goes on.
+ *
+ * The kernel waits for every page a request of ours holds locked: a
+ * READ reading it in, a write(2) or a writeback. Those requests must not
+ * wait for the lock being flushed, so holders at the level we still have
+ * come in meanwhile (flush_lets_in), and the writeback takes no RW lock
+ * (file_writepage). Pages such holders bring in are flushed again, up to
+ * FLUSH_ROUNDS times, lest a busy mapping here starve the other node.
+ * This thread waits for nothing else; the downconvert thread hands over
+ * and goes on with other locks, and the inval thread's waits are not
+ * ours either.
+ *
+ * One wait remains: a write(2) whose last page is partial keeps it locked
+ * while its WRITE waits for the RW lock, which another node's truncate
+ * may hold while it waits for this META lock. The downconvert thread
+ * then gives up on the flush after FLUSH_WAIT_MS (flush_overdue): the
+ * lock goes down, the truncate ends, and the flush with it.
+ */
+static void *
+flush_loop(void *arg)
+{
+	struct fsd_glue *g = arg;
+	struct fsd *fs = g->fs;
+	struct fsd_lockres *lr;
+	unsigned round;
+
+	pthread_mutex_lock(&g->mtx);
+	for (;;) {
+		while (g->fl_head == NULL && !g->stopping)
+			pthread_cond_wait(&g->fl_cv, &g->mtx);
+		if (g->fl_head == NULL)
+			break;
+		lr = g->fl_head;
+		if ((g->fl_head = lr->flnext) == NULL)
+			g->fl_tail = NULL;
+		g->fl_cur = lr;
+		for (round = 1;; round++) {
+			lr->flush_passes = 0;
+			fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &g->fl_deadline);
+			pthread_cond_signal(&g->dc_cv);		/* it watches the deadline */
+			pthread_mutex_unlock(&g->mtx);
+			pthread_mutex_lock(&g->se_mtx);
+			if (fs->se != NULL)
+				fuse_lowlevel_notify_inval_inode(fs->se,
+				    fsd_blkno_to_ino(fs, lr->owner), 0, 0);
+			pthread_mutex_unlock(&g->se_mtx);
+			pthread_mutex_lock(&g->mtx);
+			if (!(lr->flags & LR_FLUSHING) || lr->flush_passes == 0 ||
+			    round == FLUSH_ROUNDS)
+				break;
+		}
+		g->fl_cur = NULL;
+		if (lr->flags & LR_FLUSHING) {
+			lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
+			queue_downconvert(g, lr);
+		}
+		pthread_cond_broadcast(&lr->cv);
+	}
+	pthread_mutex_unlock(&g->mtx);
+	return NULL;
+}
+
 /* Fill a META lock's value block from the inode we are giving up (dlmglue's). */
 static void
 stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
@@ -922,7 +1133,8 @@ stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
 /*
  * A refused cancel either lost the race with the grant (whose Ast then
  * queues the downconvert) or overtook the request it meant to cancel,
- * which dlmd had not seen yet: then it is tried again.
+ * which dlmd had not seen yet: then it is tried again, by the downconvert
+ * or by the interrupted waiter.
  */
 static void
 cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
@@ -940,6 +1152,7 @@ cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 		lr->flags &= ~LR_CANCEL;
 		if (lr->flags & LR_BLOCKED)
 			queue_downconvert(g, lr);
+		pthread_cond_broadcast(&lr->cv);
 	}
 	pthread_mutex_unlock(&g->mtx);
 }
@@ -950,8 +1163,7 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 {
 	struct fsd *fs = g->fs;
 	uint8_t lvb[DLMC_LVB_LEN];
-	int target, from, has_lvb;
-	uint64_t lockid;
+	int target, from, has_lvb, flushed;
 
 	if (!(lr->flags & LR_BLOCKED))
 		return;
@@ -960,26 +1172,27 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 		/* our own upconvert would wait for the other node forever: withdraw it */
 		if (!(lr->flags & LR_CANCEL) && lr->level >= 0) {
 			log_debug("lock %s: cancelling our request", lr->name);
-			lr->flags |= LR_CANCEL;
-			lockid = lr->lockid;
-			pthread_mutex_unlock(&g->mtx);
-			pthread_mutex_lock(&g->cmtx);
-			if (dlmc_unlock_send(g->dc, g->domain, lockid, DLMC_F_CANCEL, NULL,
-			    cancel_reply, lr) == -1)
-				log_warnx("lock %s: cancel: %s", lr->name, strerror(errno));
-			pthread_mutex_unlock(&g->cmtx);
-			pthread_mutex_lock(&g->mtx);
+			send_cancel(g, lr);
 		}
 		return;		/* the Ast queues it again */
 	}
+	if (lr->flags & LR_FLUSHING)
+		return;		/* flush_loop queues it again */
 	if (lr->level <= target) {
-		lr->flags &= ~LR_BLOCKED;
+		lr->flags &= ~(LR_BLOCKED | LR_FLUSHED);
 		lr->blocking = 0;
 		pthread_cond_broadcast(&lr->cv);
 		return;
 	}
 	if (holders_conflict(lr, lr->blocking))
 		return;		/* the last conflicting unlock queues it again */
+	/* (not again while its last flush, given up on, is still under way) */
+	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr) {
+		queue_flush(g, lr);
+		return;
+	}
+	flushed = (lr->flags & LR_FLUSHED) != 0;
+	lr->flags &= ~LR_FLUSHED;
 	/* BUSY keeps lockers out while we write home and forget */
 	from = lr->level;
 	has_lvb = from == LKM_EX && has_valblk(lr);
@@ -999,11 +1212,11 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	if (target == LKM_NL) {
 		lr->flags &= ~LR_LVB_FRESH;
 		refresh(fs, lr);
-		if (lr->type == FSD_LOCK_META && lr->owner != 0)
+		if (lr->type == FSD_LOCK_META && lr->owner != 0 && !flushed)
 			queue_inval(g, lr->owner);
 	}
 	pthread_mutex_lock(&g->mtx);
-	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL);
+	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL, 0);
 	if (lr->status != 0)
 		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
 		    strerror(lr->status));
@@ -1031,7 +1244,7 @@ drop_idle(struct fsd_glue *g)
 
 	idle_remove(g, lr);
 	lockres_unhash(fs, lr);
-	while (lr->flags & (LR_BUSY | LR_REFRESHING))
+	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
 	lr->flags |= LR_DROPPING;
 	if (lr->level >= 0 && !g->dead_conn) {
@@ -1053,6 +1266,31 @@ drop_idle(struct fsd_glue *g)
 	free(lr);
 }
 
+/*
+ * Has the flush under way outlasted FLUSH_WAIT_MS? Then its lock comes
+ * down without it (see flush_loop); what it had not written back yet
+ * reaches the other node at its next writeback. glue->mtx held.
+ */
+static int
+flush_overdue(struct fsd_glue *g)
+{
+	struct fsd_lockres *lr = g->fl_cur;
+	struct timespec now;
+
+	if (lr == NULL || !(lr->flags & LR_FLUSHING))
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (now.tv_sec < g->fl_deadline.tv_sec ||
+	    (now.tv_sec == g->fl_deadline.tv_sec && now.tv_nsec < g->fl_deadline.tv_nsec))
+		return 0;
+	log_warnx("lock %s: the kernel's writeback of the file's pages waits for a lock "
+	    "another node holds: giving the lock up before it ends", lr->name);
+	lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
+	pthread_cond_broadcast(&lr->cv);
+	queue_downconvert(g, lr);
+	return 1;
+}
+
 static void *
 downconvert_loop(void *arg)
 {
@@ -1061,8 +1299,13 @@ downconvert_loop(void *arg)
 
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
-		while (g->dc_head == NULL && g->nidle <= g->idle_max && !g->stopping)
-			pthread_cond_wait(&g->dc_cv, &g->mtx);
+		while (!flush_overdue(g) && g->dc_head == NULL && g->nidle <= g->idle_max &&
+		    !g->stopping) {
+			if (g->fl_cur != NULL && (g->fl_cur->flags & LR_FLUSHING))
+				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &g->fl_deadline);
+			else
+				pthread_cond_wait(&g->dc_cv, &g->mtx);
+		}
 		if (g->dc_head == NULL) {
 			if (g->stopping)
 				break;
@@ -1101,6 +1344,7 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	pthread_mutex_init(&g->iv_mtx, NULL);
 	pthread_mutex_init(&g->se_mtx, NULL);
 	pthread_cond_init(&g->iv_cv, NULL);
+	pthread_cond_init(&g->fl_cv, NULL);
 	if ((g->dc = dlmc_open(rundir, &cb, g)) == NULL) {
 		snprintf(err, errlen, "cannot reach dlmd in %s: %s", rundir, strerror(errno));
 		free(g);
@@ -1117,7 +1361,8 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	fs->glue = g;
 	if (pthread_create(&g->dispatch_thread, NULL, dispatch_loop, g) != 0 ||
 	    pthread_create(&g->dc_thread, NULL, downconvert_loop, g) != 0 ||
-	    pthread_create(&g->iv_thread, NULL, inval_loop, g) != 0)
+	    pthread_create(&g->iv_thread, NULL, inval_loop, g) != 0 ||
+	    pthread_create(&g->fl_thread, NULL, flush_loop, g) != 0)
 		fatalx("cannot start the lock threads");
 	return 0;
 }
@@ -1153,11 +1398,13 @@ glue_stop(struct fsd *fs)
 	pthread_mutex_lock(&g->mtx);
 	g->stopping = 1;
 	pthread_cond_broadcast(&g->dc_cv);
+	pthread_cond_broadcast(&g->fl_cv);
 	pthread_mutex_unlock(&g->mtx);
 	pthread_mutex_lock(&g->iv_mtx);
 	pthread_cond_broadcast(&g->iv_cv);
 	pthread_mutex_unlock(&g->iv_mtx);
 	pthread_join(g->dc_thread, NULL);
+	pthread_join(g->fl_thread, NULL);
 	pthread_join(g->iv_thread, NULL);
 	pthread_join(g->dispatch_thread, NULL);
 	/* leaving the domain migrates what we master; closing drops our locks */

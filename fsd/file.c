@@ -225,9 +225,15 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 	return 0;
 }
 
+/*
+ * The write itself, under the META lock EX. within_size: a page the
+ * kernel writes back from its cache, which never extends the file: what
+ * lies past the size (cut off by a truncate meanwhile) is dropped, as the
+ * kernel drops a page past i_size.
+ */
 static int
 write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
-    int touch_times)
+    int touch_times, int within_size)
 {
 	struct ocfs2_dinode *di;
 	struct fsd_handle h;
@@ -259,8 +265,12 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 	di = (struct ocfs2_dinode *)ib->data;
 	if (off == FILE_APPEND)
 		off = LE64(di->i_size);
+	if (within_size && off + len > LE64(di->i_size))
+		len = off >= LE64(di->i_size) ? 0 : (size_t)(LE64(di->i_size) - off);
 	if (!S_ISREG(LE16(di->i_mode)))
 		rc = -EINVAL;
+	else if (len == 0)
+		rc = 0;
 	else if ((rc = file_write_locked(&h, ib, off, data, len)) == 0 && touch_times) {
 		inode_now(di, 0, 1, 1);
 		journal_dirty(&h, ib);
@@ -280,9 +290,22 @@ file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
 		return 0;
 	if ((rc = inode_rw_lock(fs, ip, LKM_PR)) != 0)
 		return rc;
-	rc = write_rw_locked(fs, ip, off, data, len, touch_times);
+	rc = write_rw_locked(fs, ip, off, data, len, touch_times, 0);
 	inode_rw_unlock(fs, ip, LKM_PR);
 	return rc;
+}
+
+/*
+ * Without the RW lock: the downconvert of the META lock waits for these
+ * writes (flush_loop in dlmglue.c), while another node's truncate may
+ * hold RW EX and wait for that META lock. Nor is RW needed: a write
+ * within the size, under META EX, cannot land in the part a truncate
+ * frees (the size goes down first, setsize_rw_locked).
+ */
+int
+file_writepage(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len)
+{
+	return len == 0 ? 0 : write_rw_locked(fs, ip, off, data, len, 1, 1);
 }
 
 /* The new size, under the RW lock EX (see inode_rw_lock). */

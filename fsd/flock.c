@@ -3,7 +3,7 @@
  * description that flocks gets its own DLM lock on the inode's FLOCK
  * resource ('F' + block + generation), PR for LOCK_SH and EX for LOCK_EX,
  * a trylock for LOCK_NB. dlmd decides between files on this node and on
- * others alike. Never cached: LOCK_UN converts to NL at once; the last
+ * others alike; a signal ends a wait (its request cancelled). Never cached: LOCK_UN converts to NL at once; the last
  * close of the description (FUSE's flock_release) drops the lock.
  *
  * Without a cluster fsd does not offer flock, and the kernel keeps
@@ -84,6 +84,13 @@ flock_unlock(struct fsd *fs, struct file_flock *f)
 	f->level = 0;
 }
 
+static void
+flock_interrupted(fuse_req_t req, void *arg)
+{
+	(void)req;
+	lockres_interrupt(arg, 1);
+}
+
 void
 fsd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 {
@@ -102,13 +109,25 @@ fsd_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
 	/* as flock(2): a conversion gives up the old lock first */
 	if (f->level != level)
 		flock_unlock(fs, f);
-	if (level != 0 && f->level == 0) {
-		rc = lockres_lock_flags(fs, f->lr, level, (op & LOCK_NB) ? LKF_TRY : 0);
-		if (rc == 0)
-			f->level = level;
-		else if (rc == -EAGAIN)
+	if (level != 0 && f->level == 0 && (op & LOCK_NB)) {
+		rc = lockres_lock_flags(fs, f->lr, level, LKF_TRY);
+		if (rc == -EAGAIN)
 			rc = -EWOULDBLOCK;
+	} else if (level != 0 && f->level == 0) {
+		/*
+		 * A signal makes the kernel send FUSE_INTERRUPT: the wait ends
+		 * with EINTR and its request leaves dlmd's queue, as a
+		 * fcntl(F_SETLKW) wait does. Unregistering waits for a
+		 * callback under way, so none touches f->lr after.
+		 */
+		lockres_interrupt(f->lr, 0);
+		fuse_req_interrupt_func(req, flock_interrupted, f->lr);
+		rc = lockres_lock_flags(fs, f->lr, level, LKF_INTR);
+		fuse_req_interrupt_func(req, NULL, NULL);
+		lockres_interrupt(f->lr, 0);
 	}
+	if (rc == 0 && level != 0)
+		f->level = level;
 	flock_put(f);
 	fuse_reply_err(req, -rc);
 }

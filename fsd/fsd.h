@@ -108,6 +108,11 @@ struct fsd_lockres {
 	unsigned		 bucket;	/* in the table's hash */
 	int			 nocache;	/* OPEN: back to NL when the last holder goes */
 	int			 private;	/* lockres_private: BASTs are not for us */
+	/* META of a file the kernel opened: it may cache its pages */
+	int			 pages;
+	unsigned		 writers;	/* opens for writing on this node */
+	unsigned		 flush_passes;	/* holders let in while it flushed */
+	struct fsd_lockres	*flnext;	/* glue's flush queue */
 	/* value block: state its holders keep in it, or META's as granted */
 	uint8_t			 lvb[64];
 	int			 lvb_valid;	/* 0: an EX holder died since it was written */
@@ -122,6 +127,9 @@ struct fsd_lockres {
 
 #define LKF_TRY		0x1	/* fail with -EAGAIN rather than wait */
 #define LKF_RECOVERY	0x2	/* node recovery's own locks: don't wait for it */
+#define LKF_INTR	0x4	/* lockres_interrupt() ends the wait with -EINTR */
+#define LKF_NOFLUSHWAIT	0x8	/* -EAGAIN rather than wait behind a flush of the
+				   file's pages: the caller holds some locked */
 
 /* ---- the mount -------------------------------------------------------- */
 
@@ -279,6 +287,23 @@ void	 lockres_private_free(struct fsd *fs, struct fsd_lockres *lr);
 /* level is LKM_PR or LKM_EX; 0 or -errno (-EAGAIN: LKF_TRY and busy). */
 int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
 int	 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf);
+/*
+ * on: an LKF_INTR wait for lr (in a cluster) gives up with -EINTR, its
+ * request to dlmd cancelled; off: forget that. Any thread may call it.
+ */
+void	 lockres_interrupt(struct fsd_lockres *lr, int on);
+/*
+ * A META lock's file was opened (delta 1) or closed (-1) by the kernel,
+ * for writing when writer: its pages may be in the kernel's cache, dirty
+ * through a shared mapping while opened for writing (see flush_loop).
+ */
+void	 lockres_file_open(struct fsd_lockres *lr, int delta, int writer);
+/*
+ * The level a READ of that file takes: EX while it is open for writing
+ * here (a page read in may be written through a mapping without telling
+ * us), else PR.
+ */
+int	 lockres_read_level(struct fsd_lockres *lr);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 glue_session_gone(struct fsd *fs);
@@ -388,6 +413,9 @@ void	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
 int	 inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n);
 /* The inode block, validated, with the META lock held at level. */
 int	 inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp);
+/* The same with lockres_lock_flags()'s LKF_ flags. */
+int	 inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, unsigned lkf,
+	    struct fsd_buf **bp);
 /*
  * The block holds another inode than the one kept in memory: it was freed
  * and allocated again (maybe by another node) while the kernel still knew
@@ -650,6 +678,12 @@ int	 recovery_replay_slot(struct fsd *fs, int slot, unsigned *replayed, char *er
 /* touch_times: update mtime/ctime (not when the kernel keeps them: writeback cache). */
 int	 file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
 	    int touch_times);
+/*
+ * A page of the kernel's cache written back (in a cluster): within the
+ * size it finds, under the META lock alone.
+ */
+int	 file_writepage(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
+	    size_t len);
 /* file_write's offset for O_APPEND: the size, as it is under the EX lock. */
 #define FILE_APPEND	UINT64_MAX
 int	 file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize);

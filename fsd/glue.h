@@ -25,7 +25,7 @@ struct fsd_glue {
 	struct dlmc	*dc;
 	pthread_mutex_t	 cmtx;			/* the dlmc handle */
 	pthread_mutex_t	 mtx;			/* every lockres' state, the queues */
-	pthread_t	 dispatch_thread, dc_thread, iv_thread, reco_thread;
+	pthread_t	 dispatch_thread, dc_thread, iv_thread, fl_thread, reco_thread;
 	struct fsd_lockres *dc_head, *dc_tail;	/* downconvert queue */
 	/* resources nobody refers to or holds, least recently used first:
 	   beyond idle_max the downconvert thread takes their locks out of dlmd */
@@ -36,6 +36,12 @@ struct fsd_glue {
 	pthread_mutex_t	 se_mtx;		/* fs->se while the inval thread uses it */
 	pthread_cond_t	 iv_cv;
 	struct inval	*iv_head;
+	/* META locks whose file's pages go back and out before they come
+	   down (flush_loop), under mtx */
+	struct fsd_lockres *fl_head, *fl_tail;
+	pthread_cond_t	 fl_cv;
+	struct fsd_lockres *fl_cur;		/* being flushed */
+	struct timespec	 fl_deadline;		/* when the downconvert stops waiting */
 	/* nodes whose slot waits for recovery (reco.c), under mtx */
 	uint8_t		 dead[GLUE_MAX_NODES];
 	unsigned	 ndead;

@@ -349,17 +349,24 @@ inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n)
 }
 
 int
-inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp)
+inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, unsigned lkf,
+    struct fsd_buf **bp)
 {
 	int rc;
 
-	if ((rc = lockres_lock(fs, ip->meta, level)) != 0)
+	if ((rc = lockres_lock_flags(fs, ip->meta, level, lkf)) != 0)
 		return rc;
 	if ((rc = block_read(fs, ip->blkno, BLK_INODE, bp)) != 0) {
 		lockres_unlock(fs, ip->meta, level);
 		return rc;
 	}
 	return 0;
+}
+
+int
+inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp)
+{
+	return inode_lock_block_flags(fs, ip, level, 0, bp);
 }
 
 int
@@ -467,8 +474,14 @@ inode_touch_atime(struct fsd *fs, struct fsd_inode *ip)
 
 	if ((rc = journal_start(fs, &h)) != 0)
 		goto fail;
-	if ((rc = inode_lock_block(fs, ip, LKM_EX, &b)) != 0) {
+	/*
+	 * The READ holds its pages locked: behind a flush of them (another
+	 * node wants the file) the access time waits for the next read.
+	 */
+	if ((rc = inode_lock_block_flags(fs, ip, LKM_EX, LKF_NOFLUSHWAIT, &b)) != 0) {
 		journal_stop(&h, 1);
+		if (rc == -EAGAIN)
+			return;
 		goto fail;
 	}
 	di = (struct ocfs2_dinode *)b->data;

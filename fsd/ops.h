@@ -73,6 +73,8 @@ void	fsd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct
 int	fsd_open_inode(struct fsd *fs, struct fsd_inode *ip, int flags);
 /* What open and create tell the kernel about caching, and fi->fh. */
 void	fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi);
+/* Was the file opened for writing? */
+int	fsd_open_writes(const struct fuse_file_info *fi);
 void	fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* ops_namei.c */

@@ -47,12 +47,19 @@ fsd_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		inode_put(fs, ip);
 		return (void)fuse_reply_err(req, S_ISDIR(mode) ? EISDIR : EINVAL);
 	}
-	rc = fsd_open_inode(fs, ip, fi->flags);
+	if ((rc = fsd_open_inode(fs, ip, fi->flags)) == 0)
+		lockres_file_open(ip->meta, 1, fsd_open_writes(fi));
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fsd_open_flags(fs, fi);
 	fuse_reply_open(req, fi);
+}
+
+int
+fsd_open_writes(const struct fuse_file_info *fi)
+{
+	return (fi->flags & O_ACCMODE) != O_RDONLY;
 }
 
 void
@@ -71,6 +78,24 @@ fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi)
 	fi->direct_io = fs->glue != NULL && (fi->flags & O_APPEND);
 }
 
+/*
+ * The inode at the level a READ takes (lockres_read_level). Behind a
+ * flush of the file's pages, which waits for the pages this READ holds
+ * locked, at PR, which the flush lets in: the flush then drops them.
+ */
+static int
+read_lock(struct fsd *fs, struct fsd_inode *ip, int *level, struct fsd_buf **bp)
+{
+	int rc;
+
+	*level = lockres_read_level(ip->meta);
+	if (*level == LKM_EX &&
+	    (rc = inode_lock_block_flags(fs, ip, LKM_EX, LKF_NOFLUSHWAIT, bp)) != -EAGAIN)
+		return rc;
+	*level = LKM_PR;
+	return inode_lock_block(fs, ip, LKM_PR, bp);
+}
+
 void
 fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -82,14 +107,14 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 	struct timespec now;
 	size_t len = 0;
 	void *base = NULL;
-	int rc, touch = 0;
+	int rc, touch = 0, level;
 
 	(void)fi;
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0) {
+	if ((rc = read_lock(fs, ip, &level, &b)) == 0) {
 		di = (const struct ocfs2_dinode *)b->data;
 		if (!S_ISREG(LE16(di->i_mode)))
 			rc = -EINVAL;
@@ -97,7 +122,7 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 			rc = data_read(fs, di, (uint64_t)off, size, &base, &p, &len);
 		clock_gettime(CLOCK_REALTIME, &now);
 		touch = rc == 0 && inode_atime_due(fs, di, &now);
-		inode_unlock_block(fs, ip, LKM_PR, b);
+		inode_unlock_block(fs, ip, level, b);
 	}
 	/* before the reply: the kernel asks for the atime again once it has it */
 	if (touch)
@@ -119,6 +144,7 @@ fsd_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		flock_release(fs, fi->lock_owner);
 	if ((ip = inode_find(fs, fsd_ino_to_blkno(fs, ino))) != NULL) {
 		inode_put(fs, ip);	/* the open's own pin keeps it */
+		lockres_file_open(ip->meta, -1, fsd_open_writes(fi));
 		inode_close(fs, ip);
 	}
 	fuse_reply_err(req, 0);
@@ -139,9 +165,16 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 	at = (fi->fh & FH_APPEND) && fs->glue != NULL ? FILE_APPEND : (uint64_t)off;
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	rc = file_write(fs, ip, at, buf, size, !fsd_writeback_active);
-	if (rc == -ENOSPC && fsd_reclaim(fs))
+	if (fi->writepage && fs->glue != NULL) {
+		/* the kernel writes back its page (of a shared mapping) */
+		rc = file_writepage(fs, ip, (uint64_t)off, buf, size);
+		if (rc == -ENOSPC && fsd_reclaim(fs))
+			rc = file_writepage(fs, ip, (uint64_t)off, buf, size);
+	} else {
 		rc = file_write(fs, ip, at, buf, size, !fsd_writeback_active);
+		if (rc == -ENOSPC && fsd_reclaim(fs))
+			rc = file_write(fs, ip, at, buf, size, !fsd_writeback_active);
+	}
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);

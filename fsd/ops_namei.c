@@ -280,6 +280,8 @@ fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, e.ino), &ip)) == 0) {
 		/* a file we just made is empty: O_TRUNC is for one that was there */
 		rc = fsd_open_inode(fs, ip, created ? fi->flags & ~O_TRUNC : fi->flags);
+		if (rc == 0)
+			lockres_file_open(ip->meta, 1, fsd_open_writes(fi));
 		inode_put(fs, ip);
 	}
 	if (rc != 0) {

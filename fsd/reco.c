@@ -69,6 +69,15 @@ slot_replay(struct fsd *fs, int slot, unsigned lkf, unsigned *replayed)
 
 	if ((rc = lockres_lock_flags(fs, jl, LKM_EX, lkf | LKF_RECOVERY)) != 0)
 		return rc;
+	/*
+	 * The slot's owner changed its journal inode (dirty flag), local
+	 * alloc and truncate log under no lock of ours, maybe after an
+	 * earlier recovery of the slot by us left them in our cache: read
+	 * them afresh, as the kernel reads them under the journal's lock.
+	 */
+	block_forget(fs, fs->slots[slot].journal);
+	block_forget(fs, fs->slots[slot].local_alloc);
+	block_forget(fs, fs->slots[slot].truncate_log);
 	if (recovery_replay_slot(fs, slot, replayed, err, sizeof(err)) == -1) {
 		log_warnx("recovering slot %d: %s; the volume needs fsck", slot, err);
 		lockres_unlock(fs, jl, LKM_EX);
