@@ -3,7 +3,7 @@
 #   make SANITIZE=1   the same with ASan+UBSan, into build/san/
 #   make check        unit tests (plain and sanitized), then integration tests
 #   make bench        benchmarks
-#   make soak         long fsx and crash runs on fsd (needs root and FUSE)
+#   make soak         long fsx, crash and fault-injection runs (needs root and FUSE)
 #   make install      PREFIX=/usr/local DESTDIR= (daemons, o2ctl, systemd units, docs)
 
 PREFIX	?= /usr/local
@@ -144,12 +144,16 @@ bench: all $(BENCH_BINS)
 
 # The soak: fsx on fsd with many more operations and seeds than CI runs,
 # on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once
-# more with fsd's writeback cache off; then fsd_crash.sh with more rounds.
-# About 10 minutes; every run is made and the target fails if any did.
+# more with fsd's writeback cache off; then fsd_crash.sh with more rounds;
+# then fault_daemons.sh with every kind of fault and more rounds (each
+# about 10-20 s; SOAK_FAULT_SEED repeats a schedule). About 20 minutes;
+# every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
 SOAK_CRASH_ROUNDS ?= 40
+SOAK_FAULT_ROUNDS ?= 40
+SOAK_FAULT_SEED	 ?=
 
 soak: all
 	@rc=0; \
@@ -166,6 +170,9 @@ soak: all
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_crash.sh || rc=1; \
+	echo "== fault_daemons: $(SOAK_FAULT_ROUNDS) rounds"; \
+	FAULT_ROUNDS=$(SOAK_FAULT_ROUNDS) $(if $(SOAK_FAULT_SEED),FAULT_SEED=$(SOAK_FAULT_SEED)) \
+	    OCFS2_BUILD=$(BUILD) bash tests/integration/fault_daemons.sh || rc=1; \
 	exit $$rc
 
 # systemd units: ocfs2.target plus the service of each daemon that is built,
