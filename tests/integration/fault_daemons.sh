@@ -228,7 +228,7 @@ slots_unique() {
 		bad=1
 	fi
 	for j in "$@"; do
-		slot=$(mounts_of "$j" | jq -r '.[0].slot') || { echo "node$j's fsd does not say its slot"; bad=1; continue; }
+		slot=$(mounts_of "$j" | jq -er '.[0].slot') || { echo "node$j's fsd does not say its slot"; bad=1; continue; }
 		if [[ -n ${mine[$slot]:-} ]]; then
 			echo "node${mine[$slot]} and node$j both own slot $slot"
 			bad=1
