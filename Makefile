@@ -3,8 +3,8 @@
 #   make SANITIZE=1   the same with ASan+UBSan, into build/san/
 #   make check        unit tests (plain and sanitized), then integration tests
 #   make bench        benchmarks
-#   make soak         long fsx and crash runs on fsd (needs root and FUSE),
-#                     then a million executions of each fuzz harness
+#   make soak         long fsx, crash, stress and fault-injection runs on fsd
+#                     (needs root and FUSE), then a million executions of each fuzz harness
 #   make fuzz         libFuzzer harnesses (clang), into build/fuzz/, run briefly
 #   make install      PREFIX=/usr/local DESTDIR= (daemons, o2ctl, systemd units, docs)
 
@@ -197,7 +197,9 @@ bench: all $(BENCH_BINS)
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
-# About 75 minutes; every run is made and the target fails if any did.
+# then tests/soak/fault_daemons.sh with every kind of fault and more
+# rounds (each about 10-20 s; SOAK_FAULT_SEED repeats a schedule).
+# About 95 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
@@ -205,6 +207,8 @@ SOAK_CRASH_ROUNDS ?= 40
 SOAK_FUZZ_RUNS	 ?= 1000000
 SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
 SOAK_STRESS_OPS	 ?= 20000
+SOAK_FAULT_ROUNDS ?= 40
+SOAK_FAULT_SEED	 ?=
 
 soak: all
 	@rc=0; \
@@ -227,6 +231,9 @@ soak: all
 	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
 	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \
+	echo "== fault_daemons: $(SOAK_FAULT_ROUNDS) rounds"; \
+	FAULT_ROUNDS=$(SOAK_FAULT_ROUNDS) $(if $(SOAK_FAULT_SEED),FAULT_SEED=$(SOAK_FAULT_SEED)) \
+	    OCFS2_BUILD=$(BUILD) bash tests/soak/fault_daemons.sh || rc=1; \
 	exit $$rc
 
 # systemd units: ocfs2.target plus the service of each daemon that is built,
