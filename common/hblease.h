@@ -26,7 +26,8 @@
 struct hblease_region {
 	char		name[CC_REGION_NAME_LEN + 1];
 	uint8_t		in_use;		/* a running region of this hbd */
-	uint8_t		pad[6];
+	uint8_t		used;		/* writers or lock holders depend on it */
+	uint8_t		pad[5];
 	uint64_t	expires_us;	/* writers stop here; 0: revoked */
 	uint64_t	issued_us;	/* issue time of the last completed write */
 	uint64_t	generation;

@@ -411,6 +411,7 @@ handle_register_writer(struct ipc_conn *c, const Envelope *req)
 	cl->writer = w;
 	log_info("disk writer pid %d registered (%s%s%s)", (int)pid, w->what,
 	    w->region[0] ? ", region " : "", w->region);
+	lease_note_users(h);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
@@ -439,6 +440,7 @@ handle_unregister_writer(struct ipc_conn *c, const Envelope *req)
 	    cl->writer->what);
 	writer_free(cl->writer);
 	cl->writer = NULL;
+	lease_note_users(ipc_conn_arg(c));
 	ipc_reply_status(c, req, 0, NULL);
 }
 
@@ -487,6 +489,7 @@ handle_guard(struct ipc_conn *c, const Envelope *req)
 		log_info("pid %d (%s) holds cluster locks for this node",
 		    (int)ipc_conn_pid(c), cl->guard);
 	}
+	lease_note_users(ipc_conn_arg(c));
 	ipc_reply_status(c, req, 0, NULL);
 }
 
@@ -563,6 +566,7 @@ client_closed(struct ipc_conn *c)
 		event_base_once(h->base, -1, EV_TIMEOUT, deliver_later, h, NULL);
 	}
 	free(cl);
+	lease_note_users(h);
 }
 
 static const struct ipc_handler hbd_handlers[] = {

@@ -214,6 +214,7 @@ uint64_t lease_left_us(const struct hb_region *);
 void	lease_set_live(struct hb_region *, unsigned node, uint64_t gen);
 void	lease_region_drop(struct hb_region *);
 void	lease_revoke_all(void);
+void	lease_note_users(struct hbd *);
 
 /* nmdlink.c: our client connection to nmd. */
 void	nmd_link_start(struct hbd *);

@@ -195,6 +195,13 @@ lease_restore(struct hbd *h)
 			continue;
 		}
 		death = hblease_death(e->issued_us, lease->interval_ms, lease->dead_threshold);
+		if (now >= death && !e->used) {
+			log_info("region %s: hbd was away for %llu ms, but nobody depended on "
+			    "it: starting afresh", e->name,
+			    (unsigned long long)((now - e->issued_us) / 1000));
+			memset(e, 0, sizeof(*e));
+			continue;
+		}
 		if (now >= death) {
 			h->local_node = lease->local_node;
 			fence(h, "hbd was away for %llu ms while region %s was live: the "
@@ -218,4 +225,17 @@ lease_restore(struct hbd *h)
 			if (e->live_gen[n] != 0 && n != h->local_node)
 				region_restore_live(r, n, e->live_gen[n]);
 	}
+}
+
+/* Whether each region has users, for a restarted hbd to know if it must fence. */
+void
+lease_note_users(struct hbd *h)
+{
+	struct hblease_region *e;
+	struct hb_region *r;
+	char who[256];
+
+	TAILQ_FOREACH(r, &h->regions, entry)
+		if ((e = entry_of(r)) != NULL)
+			e->used = api_region_users(h, r->name, who, sizeof(who)) != 0;
 }
