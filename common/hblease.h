@@ -30,6 +30,7 @@ struct hblease_region {
 	uint8_t		pad[5];
 	uint64_t	expires_us;	/* writers stop here; 0: revoked */
 	uint64_t	issued_us;	/* issue time of the last completed write */
+	uint64_t	completed_us;	/* and when it completed */
 	uint64_t	generation;
 	uint64_t	seq;		/* of the last completed write */
 	uint64_t	start_block;

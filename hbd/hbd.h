@@ -137,6 +137,7 @@ struct hb_io {
 	int		 rerr, werr;	/* errno of the last job, 0 ok */
 	uint64_t	 write_us;
 	uint64_t	 issued_us, done_us;	/* CLOCK_BOOTTIME, of the last write */
+	uint64_t	 submitted_us;	/* when the event loop handed over the job */
 	atomic_int	 no_writes;	/* fenced: the thread must not write again */
 };
 
@@ -173,6 +174,7 @@ struct hb_region {
 	int			 resuming;	/* restored from the lease file: first iteration */
 	int			 resumed;	/* taken over from an earlier hbd */
 	int			 kept_logged;	/* region_kept_for_locks said so */
+	int			 nego_approved;	/* since our last completed write */
 	unsigned		 lease_idx;	/* its entry in the lease file */
 	uint64_t		 lease_gap_ms;	/* why lease_renew refused */
 	struct event		*tick_ev;
@@ -209,12 +211,14 @@ int	member_region_needed(struct hbd *, struct hb_region *);
 void	lease_open(struct hbd *);
 void	lease_restore(struct hbd *);
 void	lease_region_add(struct hb_region *);
-int	lease_renew(struct hb_region *, uint64_t issued_us, uint64_t done_us);
+int	lease_renew(struct hb_region *, uint64_t issued_us, uint64_t done_us,
+	    uint64_t submitted_us);
 uint64_t lease_left_us(const struct hb_region *);
 void	lease_set_live(struct hb_region *, unsigned node, uint64_t gen);
 void	lease_region_drop(struct hb_region *);
 void	lease_revoke_all(void);
 void	lease_note_users(struct hbd *);
+void	lease_approved(struct hb_region *);
 
 /* nmdlink.c: our client connection to nmd. */
 void	nmd_link_start(struct hbd *);

@@ -100,13 +100,18 @@ lease_region_add(struct hb_region *r)
 }
 
 /*
- * Our write issued at issued_us completed at done_us. It renews the
- * lease only if it reached the disk before the others could have
- * declared the incarnation dead on the previous one; otherwise our
- * writers have already stopped and must never start again: -1, fence.
+ * Our write issued at issued_us completed at done_us; its iteration was
+ * handed to the I/O thread at submitted_us. Slow storage is o2hb's
+ * write timeout's business (region.c, and the negotiation when
+ * everybody's storage hangs, whose reads hang too). But an iteration
+ * this hbd itself only started a whole dead time after the previous
+ * write completed (stopped, starved) renews nothing: the others may
+ * have declared the incarnation dead, our writers have already stopped
+ * and must never start again: -1, fence.
  */
 int
-lease_renew(struct hb_region *r, uint64_t issued_us, uint64_t done_us)
+lease_renew(struct hb_region *r, uint64_t issued_us, uint64_t done_us,
+    uint64_t submitted_us)
 {
 	struct hbd *h = r->hbd;
 	struct hblease_region *e = entry_of(r);
@@ -114,12 +119,14 @@ lease_renew(struct hb_region *r, uint64_t issued_us, uint64_t done_us)
 
 	if (e == NULL)
 		return 0;
-	if (e->issued_us != 0 && done_us >= hblease_death(e->issued_us, h->interval_ms,
-	    h->dead_threshold)) {
-		r->lease_gap_ms = (done_us - e->issued_us) / 1000;
+	if (e->completed_us != 0 && !r->nego_approved && submitted_us >=
+	    hblease_death(e->completed_us, h->interval_ms, h->dead_threshold)) {
+		r->lease_gap_ms = (submitted_us - e->completed_us) / 1000;
 		return -1;
 	}
+	r->nego_approved = 0;
 	e->issued_us = issued_us;
+	e->completed_us = done_us;
 	e->seq = r->written.seq;
 	e->generation = r->generation;
 	death = hblease_death(issued_us, h->interval_ms, h->dead_threshold);
@@ -238,4 +245,27 @@ lease_note_users(struct hbd *h)
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if ((e = entry_of(r)) != NULL)
 			e->used = api_region_users(h, r->name, who, sizeof(who)) != 0;
+}
+
+/*
+ * Every live node's heartbeat write hangs and the negotiation says so
+ * (nego.c): their reads hang with them, so nobody counts samples and
+ * nobody can declare us dead; the clock of the death verdict starts
+ * again now, as o2hb re-arms its write timeout, and the write in flight
+ * renews when it completes, however late (the write timeout, re-armed
+ * by the negotiation, is what fences then, as in o2hb).
+ */
+void
+lease_approved(struct hb_region *r)
+{
+	struct hbd *h = r->hbd;
+	struct hblease_region *e = entry_of(r);
+	uint64_t now = hblease_now_us(), death;
+
+	if (e == NULL || e->issued_us == 0)
+		return;
+	r->nego_approved = 1;
+	e->issued_us = now;
+	death = hblease_death(now, h->interval_ms, h->dead_threshold);
+	set_expiry(e, death - hblease_margin_us(h->interval_ms, h->dead_threshold));
 }

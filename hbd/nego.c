@@ -247,6 +247,7 @@ on_message(struct ipc_conn *c, const Netd__NetMessage *m)
 		log_warnx("region %s: node %d approved the heartbeat write "
 		    "timeout: every live node's write hangs", r->name, node);
 		region_arm_timeouts(r);
+		lease_approved(r);
 	}
 	netd_answer(c, m->handle, 0, NULL, 0);
 }
@@ -369,6 +370,7 @@ nego_timeout(evutil_socket_t fd, short ev, void *arg)
 		log_warnx("region %s: every live node's heartbeat write hangs, "
 		    "%s may be down: approving the write timeout", r->name, r->dev);
 		region_arm_timeouts(r);
+		lease_approved(r);
 		for (n = 0; n < HB_MAX_NODES; n++)
 			if (h->members.up[n] && n != master)
 				nego_send(r, HB_NEGO_APPROVE_MSG, n);

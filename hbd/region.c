@@ -121,6 +121,7 @@ io_submit(struct hb_region *r, enum hb_io_job job, unsigned nslots)
 {
 	pthread_mutex_lock(&r->io.mu);
 	r->io.job = job;
+	r->io.submitted_us = hblease_now_us();
 	r->io.nslots = nslots;
 	r->io.busy = job != IO_EXIT;
 	pthread_cond_signal(&r->io.cv);
@@ -776,7 +777,7 @@ record_latency(struct hb_region *r, uint64_t us)
 
 static void
 iteration_done(struct hb_region *r, enum hb_io_job job, int rerr, int werr,
-    uint64_t write_us, uint64_t issued_us, uint64_t done_us)
+    uint64_t write_us, uint64_t issued_us, uint64_t done_us, uint64_t submitted_us)
 {
 	struct hbd *h = r->hbd;
 	struct hb_sample s;
@@ -825,9 +826,9 @@ iteration_done(struct hb_region *r, enum hb_io_job job, int rerr, int werr,
 			r->written = r->pending;
 			r->check_own = 1;
 			record_latency(r, write_us);
-			if (lease_renew(r, issued_us, done_us) == -1) {
-				fence(h, "heartbeat write to %s completed %llu ms after the "
-				    "previous one was issued (region %s): the other nodes "
+			if (lease_renew(r, issued_us, done_us, submitted_us) == -1) {
+				fence(h, "heartbeat iteration on %s started %llu ms after the "
+				    "last write completed (region %s): the other nodes "
 				    "may have declared this node dead", r->dev,
 				    (unsigned long long)r->lease_gap_ms, r->name);
 				return;
@@ -863,7 +864,7 @@ region_io_done(evutil_socket_t fd, short ev, void *arg)
 {
 	struct hb_region *r = arg;
 	enum hb_io_job job;
-	uint64_t write_us, issued_us, done_us;
+	uint64_t write_us, issued_us, done_us, submitted_us;
 	int rerr, werr;
 	char buf[16];
 
@@ -881,6 +882,7 @@ region_io_done(evutil_socket_t fd, short ev, void *arg)
 	write_us = r->io.write_us;
 	issued_us = r->io.issued_us;
 	done_us = r->io.done_us;
+	submitted_us = r->io.submitted_us;
 	r->io.done = IO_NONE;
 	r->io.busy = 0;
 	pthread_mutex_unlock(&r->io.mu);
@@ -913,7 +915,7 @@ region_io_done(evutil_socket_t fd, short ev, void *arg)
 		region_stop(r, r->stop_clean);
 		return;
 	}
-	iteration_done(r, job, rerr, werr, write_us, issued_us, done_us);
+	iteration_done(r, job, rerr, werr, write_us, issued_us, done_us, submitted_us);
 }
 
 /*
