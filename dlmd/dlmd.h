@@ -349,6 +349,7 @@ void	remote_handlers_init(void);
 /* domain.c */
 struct dlm_domain *domain_find(struct dlmd *, const char *name);
 struct dlm_domain *domain_find_key(struct dlmd *, uint32_t key);
+struct dlm_domain *domain_new(struct dlmd *, const char *name, uint32_t key);
 void	domain_join(struct dlmd *, struct dlm_client *, struct ipc_conn *,
 	    const Envelope *req);
 void	domain_leave(struct dlm_member *, struct ipc_conn *, const Envelope *req);
@@ -379,6 +380,8 @@ struct wire_handler {
 	wire_handler_fn	*fn;
 };
 void	wire_register_handlers(const struct wire_handler *, size_t n);
+/* Every table of node-to-node handlers, and the AST hooks: dlmd's start. */
+void	dlmd_handlers_init(void);
 void	wire_send(struct dlm_domain *, unsigned node, enum wire_type, const Dlmwire__Msg *,
 	    wire_reply_fn *, void *arg);
 void	wire_domain_register(struct dlm_domain *, int reg);

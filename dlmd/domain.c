@@ -516,6 +516,33 @@ domain_name_ok(const char *name)
 	return len > 0 && len <= DLM_DOMAIN_MAX && strchr(name, '/') == NULL;
 }
 
+/* An empty domain on dd's list: no members, no directory, no state yet. */
+struct dlm_domain *
+domain_new(struct dlmd *dd, const char *name, uint32_t key)
+{
+	struct dlm_domain *d = xcalloc(1, sizeof(*d));
+	size_t b;
+
+	d->dlmd = dd;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	log_escape(d->logname, sizeof(d->logname), d->name);
+	d->key = key;
+	d->joining = DLM_NODE_NONE;
+	d->directory = DLM_NODE_NONE;
+	d->reco_master = DLM_NODE_NONE;
+	LIST_INIT(&d->clients);
+	LIST_INIT(&d->leave_replies);
+	for (b = 0; b < DLM_HASH_BUCKETS; b++) {
+		LIST_INIT(&d->res_hash[b]);
+		LIST_INIT(&d->lock_hash[b]);
+		LIST_INIT(&d->dir_hash[b]);
+	}
+	TAILQ_INIT(&d->asts);
+	TAILQ_INIT(&d->lookups);
+	TAILQ_INSERT_TAIL(&dd->domains, d, entry);
+	return d;
+}
+
 void
 domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
     const Envelope *req)
@@ -524,7 +551,6 @@ domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
 	struct dlm_domain *d;
 	struct dlm_member *mb;
 	uint32_t key;
-	size_t b;
 
 	if (!domain_name_ok(name)) {
 		ipc_reply_status(c, req, EINVAL, "a domain name is 1 to %d bytes "
@@ -543,28 +569,11 @@ domain_join(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn *c,
 			    "(0x%08x) as domain %s", name, key, d->name);
 			return;
 		}
-		d = xcalloc(1, sizeof(*d));
-		d->dlmd = dd;
-		snprintf(d->name, sizeof(d->name), "%s", name);
-		log_escape(d->logname, sizeof(d->logname), d->name);
-		d->key = key;
-		d->joining = DLM_NODE_NONE;
-		d->directory = DLM_NODE_NONE;
-		d->reco_master = DLM_NODE_NONE;
-		LIST_INIT(&d->clients);
-		LIST_INIT(&d->leave_replies);
-		for (b = 0; b < DLM_HASH_BUCKETS; b++) {
-			LIST_INIT(&d->res_hash[b]);
-			LIST_INIT(&d->lock_hash[b]);
-			LIST_INIT(&d->dir_hash[b]);
-		}
-		TAILQ_INIT(&d->asts);
-		TAILQ_INIT(&d->lookups);
+		d = domain_new(dd, name, key);
 		d->join = xcalloc(1, sizeof(*d->join));
 		d->join->started_ms = now_ms();
 		if ((d->join->timer = evtimer_new(dd->base, join_timer, d)) == NULL)
 			fatalx("out of memory");
-		TAILQ_INSERT_TAIL(&dd->domains, d, entry);
 		d->state = DS_REGISTERING;
 		log_info("domain %s: joining (key 0x%08x)", d->logname, key);
 	}

@@ -146,13 +146,7 @@ main(int argc, char *argv[])
 		fatal("mkdir %s", dd.rundir);
 	if ((dd.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	ast_hooks_init();
-	lock_handlers_init();
-	remote_handlers_init();
-	domain_handlers_init();
-	migrate_handlers_init();
-	reco_handlers_init();
-	lvb_handlers_init();
+	dlmd_handlers_init();
 	api_start(&dd);
 	netd_link_start(&dd);
 	hbd_link_start(&dd);

@@ -405,3 +405,15 @@ netd_link_start(struct dlmd *dd)
 	ipc_redial(dd->base, dd->rundir, "netd", NETD_RETRY_MS, netd_event, netd_up,
 	    netd_down, dd);
 }
+
+void
+dlmd_handlers_init(void)
+{
+	ast_hooks_init();
+	lock_handlers_init();
+	remote_handlers_init();
+	domain_handlers_init();
+	migrate_handlers_init();
+	reco_handlers_init();
+	lvb_handlers_init();
+}

@@ -68,13 +68,7 @@ dlmd_state_init(void)
 	TAILQ_INIT(&dd.domains);
 	if ((dd.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	ast_hooks_init();
-	lock_handlers_init();
-	remote_handlers_init();
-	domain_handlers_init();
-	migrate_handlers_init();
-	reco_handlers_init();
-	lvb_handlers_init();
+	dlmd_handlers_init();
 	snprintf(path, sizeof(path), "%s/netd.sock", dd.rundir);
 	if (ipc_server_listen(dd.base, path, "netd", netd_table, nitems(netd_table),
 	    NULL) == NULL)
@@ -103,30 +97,14 @@ static struct dlm_domain *
 dlmd_domain(void)
 {
 	struct dlm_domain *d;
-	size_t b;
 
 	if ((d = domain_find(&dd, FUZZ_DOMAIN)) != NULL) {
 		dlmd_mastered(d);
 		return d;
 	}
-	d = xcalloc(1, sizeof(*d));
-	d->dlmd = &dd;
-	snprintf(d->name, sizeof(d->name), "%s", FUZZ_DOMAIN);
-	d->key = crc32_le(0, FUZZ_DOMAIN, strlen(FUZZ_DOMAIN));
-	d->joining = DLM_NODE_NONE;
-	d->reco_master = DLM_NODE_NONE;
+	d = domain_new(&dd, FUZZ_DOMAIN, crc32_le(0, FUZZ_DOMAIN, strlen(FUZZ_DOMAIN)));
 	d->directory = 1;
 	d->members[1] = d->members[2] = d->members[3] = 1;
-	LIST_INIT(&d->clients);
-	LIST_INIT(&d->leave_replies);
-	for (b = 0; b < DLM_HASH_BUCKETS; b++) {
-		LIST_INIT(&d->res_hash[b]);
-		LIST_INIT(&d->lock_hash[b]);
-		LIST_INIT(&d->dir_hash[b]);
-	}
-	TAILQ_INIT(&d->asts);
-	TAILQ_INIT(&d->lookups);
-	TAILQ_INSERT_TAIL(&dd.domains, d, entry);
 	d->state = DS_JOINED;
 	domain_purge_start(d);
 	dlmd_mastered(d);

@@ -25,29 +25,13 @@
 static struct dlmd dd;
 
 static struct dlm_domain *
-domain_new(void)
+proxy_domain(void)
 {
-	struct dlm_domain *d = calloc(1, sizeof(*d));
+	struct dlm_domain *d = domain_new(&dd, "proxy", crc32_le(0, "proxy", 5));
 	struct dlm_res *r;
-	size_t b;
 
-	cr_assert_not_null(d);
-	d->dlmd = &dd;
-	snprintf(d->name, sizeof(d->name), "proxy");
-	d->key = crc32_le(0, d->name, strlen(d->name));
-	d->joining = d->reco_master = DLM_NODE_NONE;
 	d->directory = 1;
 	d->members[1] = d->members[2] = d->members[3] = 1;
-	LIST_INIT(&d->clients);
-	LIST_INIT(&d->leave_replies);
-	for (b = 0; b < DLM_HASH_BUCKETS; b++) {
-		LIST_INIT(&d->res_hash[b]);
-		LIST_INIT(&d->lock_hash[b]);
-		LIST_INIT(&d->dir_hash[b]);
-	}
-	TAILQ_INIT(&d->asts);
-	TAILQ_INIT(&d->lookups);
-	TAILQ_INSERT_TAIL(&dd.domains, d, entry);
 	d->state = DS_JOINED;
 	r = res_get(d, (const uint8_t *)RES, strlen(RES));
 	r->master = 1;
@@ -100,7 +84,7 @@ Test(dlmd_proxy, resent_later_without_netd, .timeout = 10)
 	cr_assert_not_null(dd.base = event_base_new());
 	ast_hooks_init();
 	remote_handlers_init();
-	d = domain_new();
+	d = proxy_domain();
 
 	cr_assert_eq(from_node(d, WIRE_CREATE_LOCK, 2, DLM_EX), WS_GRANTED);
 	cr_assert_eq(from_node(d, WIRE_CREATE_LOCK, 3, DLM_EX), WS_QUEUED);
