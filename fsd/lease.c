@@ -146,6 +146,7 @@ watcher(void *arg)
 {
 	struct fsd_lease *l = arg;
 	struct pollfd p[2];
+	uint64_t now, exp;
 	char err[256];
 	int fd, logged = 0;
 
@@ -164,11 +165,11 @@ watcher(void *arg)
 				continue;
 			close(l->hbd_fd);
 			l->hbd_fd = -1;
+			now = hblease_now_us();
+			exp = hblease_expires_us(&l->view);
 			log_warnx("hbd went away; the heartbeat lease of region %s has %llu "
 			    "ms left for a restarted hbd to renew it", l->uuid,
-			    (unsigned long long)(hblease_expires_us(&l->view) >
-			    hblease_now_us() ? (hblease_expires_us(&l->view) -
-			    hblease_now_us()) / 1000 : 0));
+			    (unsigned long long)(exp > now ? (exp - now) / 1000 : 0));
 			logged = 0;
 			continue;
 		}

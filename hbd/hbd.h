@@ -176,7 +176,6 @@ struct hb_region {
 	int			 kept_logged;	/* region_kept_for_locks said so */
 	int			 nego_approved;	/* since our last completed write */
 	unsigned		 lease_idx;	/* its entry in the lease file */
-	uint64_t		 lease_gap_ms;	/* why lease_renew refused */
 	struct event		*tick_ev;
 	struct event		*timeout_ev;
 	struct event		*nego_ev;

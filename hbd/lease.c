@@ -84,7 +84,6 @@ lease_region_add(struct hb_region *r)
 	if (i == CC_MAX_REGIONS)
 		fatalx("region %s: no free lease entry", r->name);
 	e = &lease->regions[i];
-	set_expiry(e, 0);
 	memset(e, 0, sizeof(*e));
 	snprintf(e->name, sizeof(e->name), "%s", r->name);
 	snprintf(e->dev, sizeof(e->dev), "%s", strlen(r->dev) < HBLEASE_DEV_MAX ? r->dev : "");
@@ -107,7 +106,7 @@ lease_region_add(struct hb_region *r)
  * this hbd itself only started a whole dead time after the previous
  * write completed (stopped, starved) renews nothing: the others may
  * have declared the incarnation dead, our writers have already stopped
- * and must never start again: -1, fence.
+ * and must never start again: we fence, -1.
  */
 int
 lease_renew(struct hb_region *r, uint64_t issued_us, uint64_t done_us,
@@ -121,7 +120,10 @@ lease_renew(struct hb_region *r, uint64_t issued_us, uint64_t done_us,
 		return 0;
 	if (e->completed_us != 0 && !r->nego_approved && submitted_us >=
 	    hblease_death(e->completed_us, h->interval_ms, h->dead_threshold)) {
-		r->lease_gap_ms = (submitted_us - e->completed_us) / 1000;
+		fence(h, "heartbeat iteration on %s started %llu ms after the last write "
+		    "completed (region %s): the other nodes may have declared this node "
+		    "dead", r->dev, (unsigned long long)((submitted_us - e->completed_us) /
+		    1000), r->name);
 		return -1;
 	}
 	r->nego_approved = 0;

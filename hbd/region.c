@@ -826,13 +826,8 @@ iteration_done(struct hb_region *r, enum hb_io_job job, int rerr, int werr,
 			r->written = r->pending;
 			r->check_own = 1;
 			record_latency(r, write_us);
-			if (lease_renew(r, issued_us, done_us, submitted_us) == -1) {
-				fence(h, "heartbeat iteration on %s started %llu ms after the "
-				    "last write completed (region %s): the other nodes "
-				    "may have declared this node dead", r->dev,
-				    (unsigned long long)r->lease_gap_ms, r->name);
-				return;
-			}
+			if (lease_renew(r, issued_us, done_us, submitted_us) == -1)
+				return;		/* fenced */
 		}
 	}
 	if (r->state == RS_PROBING) {
