@@ -122,66 +122,15 @@ bast_client(struct dlm_lock *lk, int blocked)
 
 /* ---------------------------------------------------------- remote */
 
-struct proxy_ctx {
-	struct dlmd	*dlmd;
-	uint32_t	 key;
-	unsigned	 node;
-	uint8_t		*buf;
-	size_t		 len;
-	Dlmwire__Msg	*msg;
-};
-
-static void	proxy_send(struct dlm_domain *, struct proxy_ctx *);
-
-static void
-proxy_free(struct proxy_ctx *pc)
-{
-	dlmwire__msg__free_unpacked(pc->msg, NULL);
-	free(pc);
-}
-
-static void
-proxy_again(evutil_socket_t fd, short ev, void *arg)
-{
-	struct proxy_ctx *pc = arg;
-	struct dlm_domain *d = domain_find_key(pc->dlmd, pc->key);
-
-	(void)fd;
-	(void)ev;
-	if (d == NULL) {
-		proxy_free(pc);
-		return;
-	}
-	proxy_send(d, pc);
-}
-
 static void
 proxy_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 {
-	struct proxy_ctx *pc = arg;
-	struct timeval tv = { 0, DLM_RETRY_MS * 1000 };
+	unsigned node = (unsigned)(uintptr_t)arg;
 
 	(void)rep;
-	/* netd fails at once while the link is down: not in a busy loop. */
-	if (err != 0 && d != NULL && domain_is_member(d, pc->node) &&
-	    d->dlmd->live[pc->node] && (err == ENOTCONN || err == ECONNRESET)) {
-		log_debug("domain %s: PROXY_AST to node %u: %s; again in %d ms",
-		    d->logname, pc->node, strerror(err), DLM_RETRY_MS);
-		if (event_base_once(d->dlmd->base, -1, EV_TIMEOUT, proxy_again, pc,
-		    &tv) == -1)
-			fatalx("event_base_once");
-		return;
-	}
 	if (err != 0 && d != NULL)
 		log_warnx("domain %s: PROXY_AST to node %u lost: %s", d->logname,
-		    pc->node, strerror(err));
-	proxy_free(pc);
-}
-
-static void
-proxy_send(struct dlm_domain *d, struct proxy_ctx *pc)
-{
-	wire_send(d, pc->node, WIRE_PROXY_AST, pc->msg, proxy_done, pc);
+		    node, strerror(err));
 }
 
 static void
@@ -189,9 +138,6 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 {
 	struct dlm_res *r = lk->res;
 	Dlmwire__Msg m = DLMWIRE__MSG__INIT;
-	struct proxy_ctx *pc = xcalloc(1, sizeof(*pc));
-	uint8_t *buf;
-	size_t len;
 
 	m.name.data = r->name;
 	m.name.len = r->namelen;
@@ -199,22 +145,15 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 	m.kind = (uint32_t)kind;
 	m.status = status;
 	m.mode = mode;
+	m.op_seq = lk->op_seq;
 	if (kind == 0 && status == 0 && (lk->flags & DLM_FL_VALBLK) && mode >= DLM_PR) {
 		m.lvb.data = lk->lvb;
 		m.lvb.len = DLM_LVB_LEN;
 		m.lvb_version = lk->lvb_version;
 		m.lvb_valid = lk->lvb_valid;
 	}
-	/* Keep our own copy: the message may have to go again. */
-	len = dlmwire__msg__get_packed_size(&m);
-	buf = xmalloc(len ? len : 1);
-	dlmwire__msg__pack(&m, buf);
-	pc->msg = dlmwire__msg__unpack(NULL, len, buf);
-	free(buf);
-	pc->node = lk->node;
-	pc->dlmd = r->dom->dlmd;
-	pc->key = r->dom->key;
-	proxy_send(r->dom, pc);
+	wire_send(r->dom, lk->node, WIRE_PROXY_AST, &m, proxy_done,
+	    (void *)(uintptr_t)lk->node);
 }
 
 static void

@@ -171,6 +171,12 @@ struct dlm_lock {
 	int			 lvb_valid;
 	int			 lvb_put;	/* lvb holds a value to push */
 	int			 bk_state;	/* master: 1 backup sent, 2 kept elsewhere */
+	/*
+	 * The number of the holder's latest create or convert: a request,
+	 * reply or AST that a resend delivers late, after a newer request,
+	 * is told from the newer one's by it (seq_older) and ignored.
+	 */
+	uint32_t		 op_seq;
 };
 
 TAILQ_HEAD(lock_list, dlm_lock);
@@ -259,7 +265,7 @@ struct dlm_domain {
 	struct event		*reco_ev;
 	int			 registered;	/* netd handlers */
 	unsigned		 pending_regs;
-	/* lock.c: the last "cannot reach node N" line, and failures since */
+	/* wire.c: the last "cannot reach node N" line, and failures since */
 	uint64_t		 unreachable_at[DLM_MAX_NODES];
 	unsigned		 unreachable_more[DLM_MAX_NODES];
 };
@@ -402,6 +408,13 @@ int	dir_handoff(struct dlm_domain *, unsigned *outstanding, wire_reply_fn *);
 void	migrate_handlers_init(void);
 void	wire_free_resources(Dlmwire__Resource **, size_t);
 Dlmwire__Lock *wire_lock(const struct dlm_lock *, int mode);
+
+/* 1 when request number a came before b; 0 (a peer that sends none) never does. */
+static inline int
+seq_older(uint32_t a, uint32_t b)
+{
+	return a != 0 && (int32_t)(a - b) < 0;
+}
 
 /* lvb.c: value blocks that survive the death of their master. */
 void	lvb_write(struct dlm_lock *, const uint8_t *data, size_t len);

@@ -6,13 +6,12 @@
  * the granting rules when the master is us, or sends it to the master
  * and waits for the reply and, when queued there, for its PROXY_AST.
  *
- * A request that bounces (the master moved, is migrating, or a link is
- * down) is driven again by the domain's retry timer; during recovery
- * nothing is sent, and recovery drives every lock again when it ends.
- * As o2dlm, a request to a node netd cannot reach waits so until the link
- * is back or the node is declared dead and recovered; unlike its line
- * per failure, one line per node per UNREACHABLE_LOG_MS says so.
- * The master deduplicates by cookie, so sending twice never grants twice.
+ * A request that bounces (the master moved, is migrating, or left) is
+ * driven again by the domain's retry timer; during recovery nothing is
+ * sent, and recovery drives every lock again when it ends. A request to
+ * a live member that netd cannot carry now waits in wire.c until it can
+ * or the node is declared dead. The master deduplicates by cookie, so
+ * sending twice never grants twice.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,8 +25,6 @@
 #include "util.h"
 
 static void	res_lookup(struct dlm_res *);
-
-#define UNREACHABLE_LOG_MS	10000
 
 static uint64_t
 next_cookie(struct dlmd *dd)
@@ -83,32 +80,6 @@ domain_retry(struct dlm_domain *d)
 		}
 }
 
-/*
- * netd could not carry a request of ours to node: log it, rate-limited.
- * ENOPROTOOPT is no transport failure (the node left the domain).
- */
-static void
-note_unreachable(struct dlm_domain *d, unsigned node, int err, const char *what,
-    const struct dlm_res *r)
-{
-	uint64_t now = now_ms();
-
-	if (err == 0 || err == ENOPROTOOPT || node >= DLM_MAX_NODES)
-		return;
-	if (d->unreachable_at[node] != 0 &&
-	    now - d->unreachable_at[node] < UNREACHABLE_LOG_MS) {
-		d->unreachable_more[node]++;
-		return;
-	}
-	log_warnx("domain %s: %s of %s to node %u failed: %s; it waits, sent "
-	    "again every %d ms until node %u is linked again or recovered "
-	    "(%u more such failures since the last line)", d->logname, what,
-	    res_printable(r), node,
-	    strerror(err), DLM_RETRY_MS, node, d->unreachable_more[node]);
-	d->unreachable_at[node] = now;
-	d->unreachable_more[node] = 0;
-}
-
 /* ---------------------------------------------------------- lookups */
 
 /* The master is known: send what waited for it. */
@@ -128,14 +99,12 @@ res_master_known(struct dlm_res *r)
 struct lookup_ctx {
 	uint8_t		name[DLM_NAME_MAX];
 	size_t		namelen;
-	unsigned	node;		/* the directory asked */
 };
 
 static void
 lookup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 {
 	struct lookup_ctx *lc = arg;
-	unsigned node = lc->node;
 	struct dlm_res *r;
 
 	if (d == NULL || (r = res_find(d, lc->name, lc->namelen)) == NULL ||
@@ -149,7 +118,6 @@ lookup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 		d->directory = (uint8_t)rep->directory;
 	if (err != 0 || rep->status != WS_OK || rep->master >= DLM_MAX_NODES) {
 		/* Directory dead, moving or recovering: later. */
-		note_unreachable(d, node, err, "the lookup", r);
 		TAILQ_INSERT_TAIL(&d->lookups, r, wait_entry);
 		retry_later(d);
 		return;
@@ -173,7 +141,6 @@ res_lookup(struct dlm_res *r)
 	lc = xcalloc(1, sizeof(*lc));
 	memcpy(lc->name, r->name, r->namelen);
 	lc->namelen = r->namelen;
-	lc->node = d->directory;
 	m.name.data = r->name;
 	m.name.len = r->namelen;
 	wire_send(d, d->directory, WIRE_LOOKUP, &m, lookup_done, lc);
@@ -261,22 +228,12 @@ struct op_ctx {
 	uint64_t	cookie;
 	enum lock_op	op;
 	int		cancel;
-	unsigned	node;		/* the master it went to */
+	uint32_t	op_seq;		/* the request it answers */
 };
-
-static const char *
-op_name(enum lock_op op, int cancel)
-{
-	if (cancel)
-		return "a cancel";
-	return op == OP_NEW ? "a new lock" : op == OP_CONVERT ? "a convert" :
-	    "an unlock";
-}
 
 /* A reply that says to go elsewhere or later; 1 when it was one. */
 static int
-bounced(struct dlm_lock *lk, const struct op_ctx *oc, int err,
-    const Dlmwire__Msg *rep)
+bounced(struct dlm_lock *lk, int err, const Dlmwire__Msg *rep)
 {
 	struct dlm_domain *d = lk->res->dom;
 
@@ -290,11 +247,10 @@ bounced(struct dlm_lock *lk, const struct op_ctx *oc, int err,
 		return 1;
 	}
 	if (err != 0) {
-		/* The master left (ENOPROTOOPT) or its link broke: if it died,
+		/* The master left (ENOPROTOOPT) or died: if it died,
 		 * recovery drives us again; otherwise look again. */
 		if (err == ENOPROTOOPT)
 			res_forget_master(lk->res);
-		note_unreachable(d, oc->node, err, op_name(oc->op, oc->cancel), lk->res);
 		retry_later(d);
 		return 1;
 	}
@@ -313,12 +269,12 @@ op_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 		return;
 	}
 	if (oc->cancel) {
-		if (lk->cancel != 2) {
+		if (lk->cancel != 2 || oc->op_seq != lk->op_seq) {
 			free(oc);
 			return;
 		}
 		lk->cancel = 1;
-		if (!bounced(lk, oc, err, rep)) {
+		if (!bounced(lk, err, rep)) {
 			lk->cancel = 0;
 			client_reply(lk, rep->status == WS_ALREADY ? EALREADY : 0,
 			    rep->status == WS_ALREADY ? "the request was granted "
@@ -328,12 +284,12 @@ op_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 		free(oc);
 		return;
 	}
-	if (lk->op != oc->op || !lk->op_sent) {
+	if (lk->op != oc->op || !lk->op_sent || oc->op_seq != lk->op_seq) {
 		free(oc);
 		return;		/* answered already, by a PROXY_AST */
 	}
 	lk->op_sent = 0;
-	if (bounced(lk, oc, err, rep)) {
+	if (bounced(lk, err, rep)) {
 		free(oc);
 		return;
 	}
@@ -404,11 +360,12 @@ drive_remote(struct dlm_lock *lk)
 	m.name.data = r->name;
 	m.name.len = r->namelen;
 	m.cookie = lk->cookie;
+	m.op_seq = lk->op_seq;
 	if (lk->cancel == 1 && lk->op_sent) {
 		oc = xcalloc(1, sizeof(*oc));
 		oc->cookie = lk->cookie;
 		oc->cancel = 1;
-		oc->node = r->master;
+		oc->op_seq = lk->op_seq;
 		lk->cancel = 2;
 		m.flags = DLM_FL_CANCEL;
 		wire_send(r->dom, r->master, WIRE_UNLOCK_LOCK, &m, op_done, oc);
@@ -439,7 +396,7 @@ drive_remote(struct dlm_lock *lk)
 	oc = xcalloc(1, sizeof(*oc));
 	oc->cookie = lk->cookie;
 	oc->op = lk->op;
-	oc->node = r->master;
+	oc->op_seq = lk->op_seq;
 	lk->op_sent = 1;
 	lk->op_master = r->master;
 	wire_send(r->dom, r->master, type, &m, op_done, oc);
@@ -546,6 +503,7 @@ lock_request(struct dlm_member *mb, const Dlmd__LockRequest *rq, uint64_t *locki
 		    (int)rq->mode < DLM_EX)
 			lvb_write(lk, rq->lvb.data, rq->lvb.len);
 		lk->op = OP_CONVERT;
+		lk->op_seq++;
 	} else {
 		if (rq->name.len == 0 || rq->name.len > DLM_NAME_MAX) {
 			*why = "a lock name is 1 to 32 bytes";
@@ -560,6 +518,7 @@ lock_request(struct dlm_member *mb, const Dlmd__LockRequest *rq, uint64_t *locki
 		TAILQ_INSERT_TAIL(&mb->locks, lk, own_entry);
 		TAILQ_INSERT_TAIL(&r->local, lk, local_entry);
 		lk->op = OP_NEW;
+		lk->op_seq = 1;
 	}
 	*lockid = lk->cookie;
 	lock_drive(lk);
@@ -688,8 +647,8 @@ h_proxy_ast(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 		bast_client(lk, m->mode);
 		return;
 	}
-	if (lk->op != OP_NEW && lk->op != OP_CONVERT)
-		return;		/* a duplicate */
+	if ((lk->op != OP_NEW && lk->op != OP_CONVERT) || seq_older(m->op_seq, lk->op_seq))
+		return;		/* a duplicate, or the answer to an older request */
 	lk->op_sent = 0;
 	if (m->status == 0) {
 		lk->op = OP_NONE;

@@ -29,6 +29,7 @@ wire_lock(const struct dlm_lock *lk, int mode)
 	wl->lvb.len = DLM_LVB_LEN;
 	wl->lvb_version = lk->lvb_version;
 	wl->lvb_valid = lk->lvb_valid;
+	wl->op_seq = lk->op_seq;
 	return wl;
 }
 
@@ -295,9 +296,10 @@ install_lock(struct dlm_res *r, const Dlmwire__Lock *wl)
 	struct dlm_domain *d = r->dom;
 	struct dlm_lock *lk;
 
-	if ((lk = lock_find(d, wl->cookie)) == NULL)
+	if ((lk = lock_find(d, wl->cookie)) == NULL) {
 		lk = lock_new(r, wl->cookie, wl->node);
-	else {
+		lk->op_seq = wl->op_seq;
+	} else {
 		/* Ours: what it waited for from the old master is in the
 		 * queues; an unlock the old master had not seen is redone. */
 		if (lk->op != OP_UNLOCK)

@@ -378,8 +378,10 @@ reco_locks(struct dlm_res *r, const Dlmwire__Resource *e)
 				continue;
 			mode = dlm_mode_valid(wl->next_mode) ? wl->next_mode : DLM_NL;
 		}
-		if ((lk = lock_find(d, wl->cookie)) == NULL)
+		if ((lk = lock_find(d, wl->cookie)) == NULL) {
 			lk = lock_new(r, wl->cookie, wl->node);
+			lk->op_seq = wl->op_seq;
+		}
 		if (lk->queue != Q_NONE)
 			continue;
 		lk->mode = mode;

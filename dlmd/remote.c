@@ -4,7 +4,8 @@
  * is migrating or purging a resource answers RETRY; one that does not
  * know it (purged, handed over) answers NOT_MASTER. Requests are
  * idempotent by lock cookie: one sent again after a lost reply finds the
- * lock as the first left it.
+ * lock as the first left it; one that arrives after a newer request of
+ * the same lock (its op_seq is older) changes nothing.
  */
 #include <errno.h>
 #include <string.h>
@@ -156,6 +157,7 @@ h_create_lock(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 		return;
 	}
 	lk = lock_new(r, m->cookie, from);
+	lk->op_seq = m->op_seq;
 	st = grant_new(r, lk, m->flags, m->mode);
 	if (st == WS_GRANTED) {
 		reply_grant(lk, rep);
@@ -182,6 +184,12 @@ h_convert_lock(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 		rep->status = WS_BAD;
 		return;
 	}
+	if (seq_older(m->op_seq, lk->op_seq)) {
+		rep->status = WS_BUSY;	/* a resend that lost to a newer request */
+		return;
+	}
+	if (m->op_seq != 0)
+		lk->op_seq = m->op_seq;
 	if (lk->queue == Q_CONVERTING) {
 		rep->status = lk->convert_mode == m->mode ? WS_QUEUED : WS_BUSY;
 		return;
@@ -215,7 +223,9 @@ h_unlock_lock(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 		return;
 	}
 	if (m->flags & DLM_FL_CANCEL) {
-		rep->status = grant_cancel(r, lk);
+		/* A cancel of an older request finds nothing of it to cancel. */
+		rep->status = seq_older(m->op_seq, lk->op_seq) ? WS_ALREADY :
+		    grant_cancel(r, lk);
 		return;
 	}
 	if (lk->queue != Q_GRANTED) {

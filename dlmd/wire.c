@@ -8,9 +8,17 @@
  * event loop later, as if it had gone round.
  *
  * Errors given to callbacks: netd's transport errno (ENOTCONN no link,
- * EHOSTDOWN the node died with it in flight, ENOPROTOOPT not in that
- * domain), ECONNRESET when netd itself went away, EPROTO for a reply that
- * does not decode.
+ * ETIMEDOUT the link did not come back in time, EHOSTDOWN the node died
+ * with it in flight, ENOPROTOOPT not in that domain), ECONNRESET when
+ * netd itself went away, EPROTO for a reply that does not decode.
+ *
+ * A message to a live member of the domain is delivered or that node
+ * dies, as over o2net: while its dlmd or netd, or ours, restarts, or its
+ * link is down, the message is sent again every WIRE_RESEND_MS until the
+ * node takes it, leaves the domain or is declared dead, and only that
+ * outcome reaches the callback. Handlers are idempotent (a request sent
+ * again after a lost reply finds what the first one did), so a resend is
+ * harmless; a lost one would leave a lock waiting forever for its AST.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +35,8 @@
 
 #define NETD_RETRY_MS	500
 #define WIRE_MAX_TYPES	32
+#define WIRE_RESEND_MS	100
+#define UNREACHABLE_LOG_MS	10000
 
 static struct wire_handler handlers[WIRE_MAX_TYPES];
 static size_t nhandlers;
@@ -85,11 +95,64 @@ struct wire_call {
 	unsigned	 node;
 	wire_reply_fn	*fn;
 	void		*arg;
-	/* local delivery and deferred failures */
-	int		 err;
-	uint8_t		*payload;
+	int		 err;		/* a failure before netd took it */
+	uint8_t		*payload;	/* packed, kept for resending */
 	size_t		 len;
 };
+
+static void	call_send(struct wire_call *);
+
+/* Failures that say nothing about the message, only about the way. */
+static int
+transient(int err)
+{
+	return err == ENOTCONN || err == ECONNRESET || err == ETIMEDOUT ||
+	    err == ENOPROTOOPT;
+}
+
+/* One line per node per UNREACHABLE_LOG_MS while messages wait for it. */
+static void
+note_unreachable(struct dlm_domain *d, const struct wire_call *wc, int err)
+{
+	unsigned node = wc->node;
+	uint64_t now = now_ms();
+
+	if (d->unreachable_at[node] != 0 &&
+	    now - d->unreachable_at[node] < UNREACHABLE_LOG_MS) {
+		d->unreachable_more[node]++;
+		return;
+	}
+	log_warnx("domain %s: %s to node %u: %s; sent again every %d ms while "
+	    "node %u is a live member (%u more such failures since the last line)",
+	    d->logname, wire_type_name(wc->type), node, strerror(err),
+	    WIRE_RESEND_MS, node, d->unreachable_more[node]);
+	d->unreachable_at[node] = now;
+	d->unreachable_more[node] = 0;
+}
+
+static void
+resend(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	call_send(arg);
+}
+
+/* 1 when the call goes out again instead of ending with err. */
+static int
+resend_later(struct wire_call *wc, struct dlm_domain *d, int err)
+{
+	struct timeval tv = { 0, WIRE_RESEND_MS * 1000 };
+
+	if (d == NULL || !transient(err) || wc->node == wc->dlmd->local_node ||
+	    !domain_is_member(d, wc->node) || !wc->dlmd->live[wc->node])
+		return 0;
+	note_unreachable(d, wc, err);
+	wc->err = 0;
+	if (event_base_once(wc->dlmd->base, -1, EV_TIMEOUT, resend, wc, &tv) == -1)
+		fatalx("event_base_once");
+	return 1;
+}
 
 static void
 call_done(struct wire_call *wc, int err, const uint8_t *payload, size_t len)
@@ -97,11 +160,15 @@ call_done(struct wire_call *wc, int err, const uint8_t *payload, size_t len)
 	struct dlm_domain *d = domain_find_key(wc->dlmd, wc->key);
 	Dlmwire__Msg *rep = NULL;
 
+	if (resend_later(wc, d, err))
+		return;
 	if (err == 0 && (rep = dlmwire__msg__unpack(NULL, len, payload)) == NULL) {
 		log_warnx("%s to node %u: a reply that does not decode",
 		    wire_type_name(wc->type), wc->node);
 		err = EPROTO;
 	}
+	if (d != NULL && err == 0)
+		d->unreachable_at[wc->node] = 0;
 	if (wc->fn != NULL)
 		wc->fn(d, err, rep, wc->arg);
 	if (rep != NULL)
@@ -196,6 +263,37 @@ defer(struct wire_call *wc)
 		fatalx("event_base_once");
 }
 
+/* Hand the call to netd, or to ourselves a turn of the loop later. */
+static void
+call_send(struct wire_call *wc)
+{
+	struct dlmd *dd = wc->dlmd;
+	Envelope req = ENVELOPE__INIT;
+	Netd__NetSend ns = NETD__NET_SEND__INIT;
+
+	if (wc->node == dd->local_node) {
+		defer(wc);
+		return;
+	}
+	if (dd->netd == NULL || !dd->netd_up) {
+		wc->err = ENOTCONN;
+		defer(wc);
+		return;
+	}
+	ns.node = wc->node;
+	ns.type = wc->type;
+	ns.key = wc->key;
+	ns.payload.data = wc->payload;
+	ns.payload.len = wc->len;
+	req.type = MSG_TYPE__MSG_NETD_SEND;
+	req.payload_case = ENVELOPE__PAYLOAD_NET_SEND;
+	req.net_send = &ns;
+	if (ipc_request(dd->netd, &req, on_reply, wc) == -1) {
+		wc->err = errno ? errno : ECONNRESET;
+		defer(wc);
+	}
+}
+
 /*
  * Send `m` to `node` in domain d; `fn` (may be NULL) gets the outcome,
  * failures included, exactly once, never before wire_send returns.
@@ -204,49 +302,20 @@ void
 wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
     const Dlmwire__Msg *m, wire_reply_fn *fn, void *arg)
 {
-	struct dlmd *dd = d->dlmd;
 	struct wire_call *wc = xcalloc(1, sizeof(*wc));
-	Envelope req = ENVELOPE__INIT;
-	Netd__NetSend ns = NETD__NET_SEND__INIT;
 	Dlmwire__Msg copy = *m;
-	uint8_t *buf;
-	size_t len;
 
-	copy.node = dd->local_node;
-	len = dlmwire__msg__get_packed_size(&copy);
-	buf = xmalloc(len ? len : 1);
-	dlmwire__msg__pack(&copy, buf);
-	wc->dlmd = dd;
+	copy.node = d->dlmd->local_node;
+	wc->len = dlmwire__msg__get_packed_size(&copy);
+	wc->payload = xmalloc(wc->len ? wc->len : 1);
+	dlmwire__msg__pack(&copy, wc->payload);
+	wc->dlmd = d->dlmd;
 	wc->key = d->key;
 	wc->type = type;
 	wc->node = node;
 	wc->fn = fn;
 	wc->arg = arg;
-	if (node == dd->local_node) {
-		wc->payload = buf;
-		wc->len = len;
-		defer(wc);
-		return;
-	}
-	if (dd->netd == NULL || !dd->netd_up) {
-		free(buf);
-		wc->err = ENOTCONN;
-		defer(wc);
-		return;
-	}
-	ns.node = node;
-	ns.type = type;
-	ns.key = d->key;
-	ns.payload.data = buf;
-	ns.payload.len = len;
-	req.type = MSG_TYPE__MSG_NETD_SEND;
-	req.payload_case = ENVELOPE__PAYLOAD_NET_SEND;
-	req.net_send = &ns;
-	if (ipc_request(dd->netd, &req, on_reply, wc) == -1) {
-		wc->err = errno ? errno : ECONNRESET;
-		defer(wc);
-	}
-	free(buf);
+	call_send(wc);
 }
 
 /* ---------------------------------------------------------- receiving */
