@@ -145,6 +145,44 @@ EOF
 }
 check "40 rounds: no EEXIST, permissions kept, no line lost" race 40
 
+echo "-- a directory open on one node, removed on another"
+# node1 reads it again after node2's rmdir: nothing, not ESTALE (its
+# deletion waits for node1's close, as a file's does)
+open_rmdir() {
+	mkdir "${M[1]}/od" && python3 - "${M[1]}/od" "${M[2]}/od" <<'EOF2'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+os.listdir(fd)
+os.rmdir(sys.argv[2])
+time.sleep(0.5)		# node2's kernel forgets it: node2 would delete it now
+os.listdir(fd)
+os.close(fd)
+EOF2
+}
+check "node1 lists it after node2 removed it" open_rmdir
+check "without harm" sane 1 2
+
+echo "-- an inode one node deleted and another made again in its block"
+# node2 deletes node1's file, so node2 keeps the inode's lock; node1's
+# next directory takes the same block (the first free bit of its
+# allocator): node2 must see the new directory, not the file it deleted.
+reuse() {
+	local i
+	mkdir -p "${M[1]}/reuse"
+	for i in $(seq 1 "$1"); do
+		echo "$i" >"${M[1]}/reuse/f" && rm "${M[2]}/reuse/f" || return 1
+		sleep 0.3	# node2's kernel forgets it, and node2 deletes it
+		mkdir "${M[1]}/reuse/g" || return 1
+		if [[ $(stat -c '%F %h' "${M[2]}/reuse/g") != "directory 2" ]]; then
+			echo "round $i: node2 sees $(stat -c '%F with %h links' "${M[2]}/reuse/g" 2>&1)"
+			return 1
+		fi
+		rmdir "${M[1]}/reuse/g" || return 1
+	done
+	rmdir "${M[1]}/reuse"
+}
+check "10 rounds: node2 sees each new directory" reuse 10
+
 echo "-- two nodes move directories across each other"
 # node1 moves d/a/x up to d/y and back (a move between d/a and d, which
 # locks both), node2 renames d/a to d/b and back (in d: d, then a): a
