@@ -9,7 +9,9 @@
  *   2. directories that hold the names: of two, an ancestor before its
  *      descendant, else the lower block number first (ocfs2_double_lock);
  *   3. the inodes the names lead to, lower block number first;
- *   4. system files: the orphan dir, then the allocators;
+ *   4. system files: the orphan dir, then the allocators (an orphan's
+ *      deletion, orphan.c, takes the orphan dir before the orphan: with
+ *      no name left, no writer here locks it);
  *   5. a new inode (inode_create): no node waits for it holding another.
  *
  * A lock asked for out of this order waits for another node that waits
