@@ -1117,6 +1117,19 @@ flush_loop(void *arg)
 	return NULL;
 }
 
+/* Is the flush thread still inside a flush begun FLUSH_WAIT_MS ago? glue->mtx held. */
+static int
+flush_stuck(struct fsd_glue *g)
+{
+	struct timespec now;
+
+	if (g->fl_cur == NULL)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	return now.tv_sec > g->fl_deadline.tv_sec ||
+	    (now.tv_sec == g->fl_deadline.tv_sec && now.tv_nsec >= g->fl_deadline.tv_nsec);
+}
+
 /* Fill a META lock's value block from the inode we are giving up (dlmglue's). */
 static void
 stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
@@ -1186,8 +1199,10 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	}
 	if (holders_conflict(lr, lr->blocking))
 		return;		/* the last conflicting unlock queues it again */
-	/* (not again while its last flush, given up on, is still under way) */
-	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr) {
+	/* (not again while its last flush, given up on, is still under way, nor behind
+	   a flush stuck in the kernel) */
+	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr &&
+	    !flush_stuck(g)) {
 		queue_flush(g, lr);
 		return;
 	}
@@ -1266,28 +1281,40 @@ drop_idle(struct fsd_glue *g)
 	free(lr);
 }
 
-/*
- * Has the flush under way outlasted FLUSH_WAIT_MS? Then its lock comes
- * down without it (see flush_loop); what it had not written back yet
- * reaches the other node at its next writeback. glue->mtx held.
- */
-static int
-flush_overdue(struct fsd_glue *g)
+/* lr's downconvert goes on without (the rest of) its flush. glue->mtx held. */
+static void
+flush_give_up(struct fsd_glue *g, struct fsd_lockres *lr)
 {
-	struct fsd_lockres *lr = g->fl_cur;
-	struct timespec now;
-
-	if (lr == NULL || !(lr->flags & LR_FLUSHING))
-		return 0;
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (now.tv_sec < g->fl_deadline.tv_sec ||
-	    (now.tv_sec == g->fl_deadline.tv_sec && now.tv_nsec < g->fl_deadline.tv_nsec))
-		return 0;
 	log_warnx("lock %s: the kernel's writeback of the file's pages waits for a lock "
 	    "another node holds: giving the lock up before it ends", lr->name);
 	lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
 	pthread_cond_broadcast(&lr->cv);
 	queue_downconvert(g, lr);
+}
+
+/*
+ * Has the flush under way outlasted FLUSH_WAIT_MS? Then its lock comes
+ * down without it (see flush_loop); what it had not written back yet
+ * reaches the other node at its next writeback. So do the locks queued
+ * behind it: the flush thread may stay in the kernel for as long as a
+ * lock they guard is not given up, and downconvert() queues no more
+ * meanwhile. glue->mtx held.
+ */
+static int
+flush_overdue(struct fsd_glue *g)
+{
+	struct fsd_lockres *lr = g->fl_cur;
+
+	if (lr == NULL || !flush_stuck(g) ||
+	    (!(lr->flags & LR_FLUSHING) && g->fl_head == NULL))
+		return 0;
+	if (lr->flags & LR_FLUSHING)
+		flush_give_up(g, lr);
+	while ((lr = g->fl_head) != NULL) {
+		if ((g->fl_head = lr->flnext) == NULL)
+			g->fl_tail = NULL;
+		flush_give_up(g, lr);
+	}
 	return 1;
 }
 
@@ -1301,7 +1328,8 @@ downconvert_loop(void *arg)
 	for (;;) {
 		while (!flush_overdue(g) && g->dc_head == NULL && g->nidle <= g->idle_max &&
 		    !g->stopping) {
-			if (g->fl_cur != NULL && (g->fl_cur->flags & LR_FLUSHING))
+			if (g->fl_cur != NULL && ((g->fl_cur->flags & LR_FLUSHING) ||
+			    g->fl_head != NULL))
 				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &g->fl_deadline);
 			else
 				pthread_cond_wait(&g->dc_cv, &g->mtx);

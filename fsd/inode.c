@@ -532,6 +532,7 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
     struct fsd_buf **bp)
 {
 	struct fsd *fs = h->fs;
+	struct fsd_lockres *lr;
 	struct ocfs2_dinode *di;
 	uint64_t blkno, group;
 	uint16_t bit;
@@ -545,6 +546,19 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 		next_generation = (uint32_t)(ts.tv_nsec ^ (ts.tv_sec << 12) ^ getpid()) | 1;
 	}
 	if ((rc = suballoc_claim(h, fs->slots[fs->slot].inode_alloc, &blkno, &group, &bit)) != 0)
+		return rc;
+	/*
+	 * Its META lock, EX until the handle ends, before anything of it is
+	 * cached, as ocfs2_create_new_inode_locks takes it: a node that kept
+	 * the lock of the inode last freed in this block (named without a
+	 * generation, as the kernel's) gives it up now, writing home what
+	 * its journal holds of the old inode and forgetting what it cached,
+	 * instead of serving the old inode for the new one later.
+	 */
+	lr = lockres_get(fs, FSD_LOCK_META, blkno, 0, blkno);
+	rc = handle_lock(h, lr);
+	lockres_put(fs, lr);
+	if (rc != 0)
 		return rc;
 	if ((rc = block_new(fs, blkno, BLK_INODE, bp)) != 0)
 		return rc;

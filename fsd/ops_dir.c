@@ -29,9 +29,15 @@ fsd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	isdir = S_ISDIR(LE16(((const struct ocfs2_dinode *)b->data)->i_mode));
 	inode_unlock_block(fs, ip, LKM_PR, b);
+	/*
+	 * Open as a file is (its OPEN lock PR, in a cluster): another node
+	 * that removes it meanwhile leaves its deletion to our last close,
+	 * rather than having our next READDIR find the block freed.
+	 */
+	rc = isdir ? inode_open(fs, ip) : -ENOTDIR;
 	inode_put(fs, ip);
-	if (!isdir)
-		return (void)fuse_reply_err(req, ENOTDIR);
+	if (rc != 0)
+		return (void)fuse_reply_err(req, -rc);
 	fi->fh = 0;
 	fi->cache_readdir = 0;
 	fuse_reply_open(req, fi);
@@ -192,7 +198,13 @@ fsd_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void
 fsd_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+
 	(void)fi;
+	if ((ip = inode_find(fs, fsd_ino_to_blkno(fs, ino))) != NULL) {
+		inode_put(fs, ip);	/* the open's own pin keeps it */
+		inode_close(fs, ip);
+	}
 	fuse_reply_err(req, 0);
 }

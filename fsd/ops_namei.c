@@ -1,9 +1,21 @@
 /*
  * FUSE operations on names: create, mknod, mkdir, symlink, link, unlink,
- * rmdir, rename. Each change is one handle (all or nothing). Writers are
- * serialised by the journal and take the META locks they need EX;
- * readers never hold two locks at once, so the order among a writer's
- * locks cannot deadlock.
+ * rmdir, rename. Each change is one handle (all or nothing), and takes
+ * the META locks it needs EX. Readers never hold two locks at once, but
+ * writers on different nodes do, so all of them keep one order (the
+ * kernel's, fs/ocfs2/namei.c):
+ *
+ *   1. the RENAME lock, for a move between directories;
+ *   2. directories that hold the names: of two, an ancestor before its
+ *      descendant, else the lower block number first (ocfs2_double_lock);
+ *   3. the inodes the names lead to, lower block number first;
+ *   4. system files: the orphan dir, then the allocators (an orphan's
+ *      deletion, orphan.c, takes the orphan dir before the orphan: with
+ *      no name left, no writer here locks it);
+ *   5. a new inode (inode_create): no node waits for it holding another.
+ *
+ * A lock asked for out of this order waits for another node that waits
+ * for it: FUSE requests hang on both nodes for good.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +26,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 #include "ops.h"
 
@@ -448,34 +461,43 @@ dotdot_cb(void *arg, const struct fsd_dirent *d)
 	return 0;
 }
 
+/* A directory and its ancestors up to the root, the directory first. */
+struct lineage {
+	uint64_t	*blk;
+	unsigned	 n, cap;
+};
+
 /*
- * Is dir (or one of its ancestors) the directory moved? Walk ".." up to
- * the root. The tree holds still: here the journal serialises renames,
- * in the cluster every move between directories holds the RENAME lock,
- * ours now, and what others moved under it was written home when they
- * gave it up. So an ancestor is read from the disk, not from a cache
- * that no lock of ours keeps valid (what a reader or we hold stays).
+ * Walk ".." from dir up to the root, each directory read under its own
+ * META PR lock and no other (as ocfs2_check_if_ancestor does). Taken
+ * with the RENAME lock and no inode lock held, it stays true until the
+ * rename ends: only a move between directories changes ancestry, and
+ * every such move holds RENAME.
  */
 static int
-is_within(struct fsd *fs, uint64_t dir, uint64_t moved)
+lineage_of(struct fsd *fs, uint64_t dir, struct lineage *l)
 {
+	struct fsd_inode *ip;
 	struct fsd_buf *b;
 	struct dotdot dd;
-	unsigned depth;
 	int rc;
 
-	for (depth = 0; depth < 4096; depth++) {
-		if (dir == moved)
-			return 1;
+	for (l->n = 0; l->n < 4096; ) {
+		if (l->n == l->cap) {
+			l->cap = l->cap ? 2 * l->cap : 16;
+			l->blk = xrealloc(l->blk, l->cap * sizeof(*l->blk));
+		}
+		l->blk[l->n++] = dir;
 		if (dir == fs->root_blkno)
 			return 0;
-		if (fs->glue != NULL)
-			block_forget_owner(fs, dir);
-		if ((rc = block_read(fs, dir, BLK_INODE, &b)) != 0)
+		if ((rc = inode_get(fs, dir, &ip)) != 0)
 			return rc;
-		dd.ino = 0;
-		rc = dir_iterate(fs, (const struct ocfs2_dinode *)b->data, 0, dotdot_cb, &dd);
-		block_put(fs, b);
+		if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0) {
+			dd.ino = 0;
+			rc = dir_iterate(fs, (const struct ocfs2_dinode *)b->data, 0, dotdot_cb, &dd);
+			inode_unlock_block(fs, ip, LKM_PR, b);
+		}
+		inode_put(fs, ip);
 		if (rc < 0)
 			return rc;
 		if (dd.ino == 0 || dd.ino == dir)
@@ -485,15 +507,46 @@ is_within(struct fsd *fs, uint64_t dir, uint64_t moved)
 	return -ELOOP;
 }
 
+/* Is blkno l's directory or one of its ancestors? */
+static int
+lineage_has(const struct lineage *l, uint64_t blkno)
+{
+	unsigned i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->blk[i] == blkno)
+			return 1;
+	return 0;
+}
+
+/*
+ * Lock a and b EX (two inodes), b first when b_first: callers follow
+ * the lock order at the top of this file.
+ */
+static int
+lock_two(struct fsd *fs, uint64_t a, struct locked *la, uint64_t b, struct locked *lb,
+    int b_first)
+{
+	int rc;
+
+	if (b_first) {
+		if ((rc = lock_ino(fs, b, lb)) == 0 && (rc = lock_ino(fs, a, la)) != 0)
+			unlock_ino(fs, lb);
+	} else if ((rc = lock_ino(fs, a, la)) == 0 && (rc = lock_ino(fs, b, lb)) != 0)
+		unlock_ino(fs, la);
+	return rc;
+}
+
 /*
  * RENAME_EXCHANGE: both names exist and trade inodes. A directory that
  * changes parent takes its ".." along, and its link to the old parent
  * moves to the new one; dir and dir across parents leaves both counts
- * as they were. Either may not go below itself (EINVAL, as Linux).
+ * as they were. Either may not go below itself (EINVAL, as Linux): told
+ * by the parents' lineages (lo, ln) before either inode is locked.
  */
 static int
 exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
-    const char *name, const char *newname)
+    const char *name, const char *newname, const struct lineage *lo, const struct lineage *ln)
 {
 	struct fsd *fs = h->fs;
 	struct locked sp, tp;
@@ -507,23 +560,16 @@ exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
 		return rc;
 	if (src == dst)
 		return 0;	/* two names of one inode: nothing to swap */
-	if ((rc = lock_ino(fs, src, &sp)) != 0)
+	if (!same && (lineage_has(ln, src) || lineage_has(lo, dst)))
+		return -EINVAL;
+	if ((rc = lock_two(fs, src, &sp, dst, &tp, dst < src)) != 0)
 		return rc;
-	if ((rc = lock_ino(fs, dst, &tp)) != 0)
-		goto out;
 	sdir = S_ISDIR(LE16(sp.di->i_mode));
 	tdir = S_ISDIR(LE16(tp.di->i_mode));
-	if (!same) {
-		if ((sdir && (rc = is_within(fs, npp->b->blkno, src)) != 0) ||
-		    (tdir && (rc = is_within(fs, op->b->blkno, dst)) != 0)) {
-			rc = rc > 0 ? -EINVAL : rc;
-			goto out;
-		}
-		if ((sdir && !tdir && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) ||
-		    (tdir && !sdir && LE16(op->di->i_links_count) >= FSD_LINK_MAX)) {
-			rc = -EMLINK;
-			goto out;
-		}
+	if (!same && ((sdir && !tdir && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) ||
+	    (tdir && !sdir && LE16(op->di->i_links_count) >= FSD_LINK_MAX))) {
+		rc = -EMLINK;
+		goto out;
 	}
 	if ((rc = dir_retarget(h, op->di, name, strlen(name), dst,
 	    fsd_ft_of(LE16(tp.di->i_mode)))) != 0 ||
@@ -562,12 +608,15 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
     const char *newname, unsigned int flags)
 {
 	struct fsd *fs = fsd_of(req);
+	struct lineage lo = { NULL, 0, 0 }, ln = { NULL, 0, 0 };
 	struct locked op, np, sp, tp;
 	struct fsd_handle h;
 	struct locked *npp;
 	uint64_t src, dst = 0, doomed = 0;
+	uint64_t pblk = fsd_ino_to_blkno(fs, parent), npblk = fsd_ino_to_blkno(fs, newparent);
 	int rc, sdir, same, r;
 
+	memset(&op, 0, sizeof(op));
 	memset(&np, 0, sizeof(np));
 	memset(&sp, 0, sizeof(sp));
 	memset(&tp, 0, sizeof(tp));
@@ -579,21 +628,22 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 		return (void)fuse_reply_err(req, -rc);
 	if ((rc = journal_start(fs, &h)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	same = fsd_ino_to_blkno(fs, parent) == fsd_ino_to_blkno(fs, newparent);
-	/* before the directories: two nodes never hold them in opposite orders */
-	if (!same && (rc = handle_lock(&h, fs->rename_lock)) != 0)
+	same = pblk == npblk;
+	if (same)
+		rc = lock_ino(fs, pblk, &op);
+	else if ((rc = handle_lock(&h, fs->rename_lock)) == 0 &&
+	    (rc = lineage_of(fs, pblk, &lo)) == 0 && (rc = lineage_of(fs, npblk, &ln)) == 0)
+		rc = lock_two(fs, pblk, &op, npblk, &np, lineage_has(&lo, npblk) ||
+		    (!lineage_has(&ln, pblk) && npblk < pblk));
+	if (rc != 0)
 		goto stop;
-	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &op)) != 0)
-		goto stop;
-	if (!same && (rc = lock_ino(fs, fsd_ino_to_blkno(fs, newparent), &np)) != 0)
-		goto out;
 	npp = same ? &op : &np;
 	if (!S_ISDIR(LE16(npp->di->i_mode)) || LE16(npp->di->i_links_count) == 0) {
 		rc = S_ISDIR(LE16(npp->di->i_mode)) ? -ENOENT : -ENOTDIR;
 		goto out;
 	}
 	if (flags & RENAME_EXCHANGE) {
-		rc = exchange(&h, &op, npp, same, name, newname);
+		rc = exchange(&h, &op, npp, same, name, newname, &lo, &ln);
 		goto out;
 	}
 	if ((rc = dir_lookup(fs, op.di, name, strlen(name), &src)) != 0)
@@ -609,22 +659,19 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	}
 	if (r == 0 && dst == src)
 		goto out;	/* two names of one inode: nothing to do */
-	if ((rc = lock_ino(fs, src, &sp)) != 0)
+	/* a directory below itself; a target above its source: as Linux says */
+	if (!same && (lineage_has(&ln, src) || (r == 0 && lineage_has(&lo, dst)))) {
+		rc = lineage_has(&ln, src) ? -EINVAL : -ENOTEMPTY;
+		goto out;
+	}
+	if ((rc = r == 0 ? lock_two(fs, src, &sp, dst, &tp, dst < src) : lock_ino(fs, src, &sp)) != 0)
 		goto out;
 	sdir = S_ISDIR(LE16(sp.di->i_mode));
-	if (sdir && !same) {
-		if ((rc = is_within(fs, npp->b->blkno, src)) != 0) {
-			rc = rc > 0 ? -EINVAL : rc;
-			goto out;
-		}
-		if (r != 0 && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) {
-			rc = -EMLINK;
-			goto out;
-		}
+	if (sdir && !same && r != 0 && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) {
+		rc = -EMLINK;
+		goto out;
 	}
 	if (r == 0) {
-		if ((rc = lock_ino(fs, dst, &tp)) != 0)
-			goto out;
 		if (sdir && !S_ISDIR(LE16(tp.di->i_mode)))
 			rc = -ENOTDIR;
 		else if (!sdir && S_ISDIR(LE16(tp.di->i_mode)))
@@ -661,11 +708,12 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 out:
 	unlock_ino(fs, &tp);
 	unlock_ino(fs, &sp);
-	if (!same)
-		unlock_ino(fs, &np);
+	unlock_ino(fs, &np);
 	unlock_ino(fs, &op);
 stop:
 	journal_stop(&h, rc != 0);
+	free(lo.blk);
+	free(ln.blk);
 	if (rc != 0 && doomed != 0)
 		orphan_unexpect(fs, doomed);
 	fuse_reply_err(req, -rc);

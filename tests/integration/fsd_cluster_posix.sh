@@ -2,7 +2,9 @@
 # POSIX across the nodes of a local cluster: open(O_TRUNC) on one node
 # truncates and stamps mtime and ctime for all; open(O_CREAT) without
 # O_EXCL of one new name on several nodes at once opens what another node
-# made meanwhile (never EEXIST), and with that node's permissions; an
+# made meanwhile (never EEXIST), and with that node's permissions; two
+# nodes moving directories across each other (one between a directory
+# and its parent, one in the parent) never deadlock; an
 # orphan of every kind of inode (fast and slow symlinks, fifos, sockets,
 # devices, files, directories) is deleted by the recovery of its dead
 # node and by another node's orphan scan, without an error. fsck.ocfs2
@@ -142,6 +144,86 @@ sys.exit(bad != 0)
 EOF
 }
 check "40 rounds: no EEXIST, permissions kept, no line lost" race 40
+
+echo "-- a directory open on one node, removed on another"
+# node1 reads it again after node2's rmdir: nothing, not ESTALE (its
+# deletion waits for node1's close, as a file's does)
+open_rmdir() {
+	mkdir "${M[1]}/od" && python3 - "${M[1]}/od" "${M[2]}/od" <<'EOF2'
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)
+os.listdir(fd)
+os.rmdir(sys.argv[2])
+time.sleep(0.5)		# node2's kernel forgets it: node2 would delete it now
+os.listdir(fd)
+os.close(fd)
+EOF2
+}
+check "node1 lists it after node2 removed it" open_rmdir
+check "without harm" sane 1 2
+
+echo "-- an inode one node deleted and another made again in its block"
+# node2 deletes node1's file, so node2 keeps the inode's lock; node1's
+# next directory takes the same block (the first free bit of its
+# allocator): node2 must see the new directory, not the file it deleted.
+reuse() {
+	local i
+	mkdir -p "${M[1]}/reuse"
+	for i in $(seq 1 "$1"); do
+		echo "$i" >"${M[1]}/reuse/f" && rm "${M[2]}/reuse/f" || return 1
+		sleep 0.3	# node2's kernel forgets it, and node2 deletes it
+		mkdir "${M[1]}/reuse/g" || return 1
+		if [[ $(stat -c '%F %h' "${M[2]}/reuse/g") != "directory 2" ]]; then
+			echo "round $i: node2 sees $(stat -c '%F with %h links' "${M[2]}/reuse/g" 2>&1)"
+			return 1
+		fi
+		rmdir "${M[1]}/reuse/g" || return 1
+	done
+	rmdir "${M[1]}/reuse"
+}
+check "10 rounds: node2 sees each new directory" reuse 10
+
+echo "-- two nodes move directories across each other"
+# node1 moves d/a/x up to d/y and back (a move between d/a and d, which
+# locks both), node2 renames d/a to d/b and back (in d: d, then a): a
+# node that locked the child first waited for the other for ever.
+# flip A B N: rename A to B and back N times; ENOENT (the other node
+# moved the parent meanwhile) is the only error a race explains.
+flip() {
+	python3 - "$@" <<'EOF2'
+import errno, os, sys
+a, b, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for i in range(n):
+	for s, d in ((a, b), (b, a)):
+		try:
+			os.rename(s, d)
+		except OSError as e:
+			if e.errno != errno.ENOENT:
+				sys.exit("rename %s %s: %s" % (s, d, e))
+EOF2
+}
+mkdir -p "${M[1]}/d/a/x"
+flip "${M[1]}/d/a/x" "${M[1]}/d/y" 200 >"$FSD_DIR/flip1.out" 2>&1 &
+f1=$!
+flip "${M[2]}/d/a" "${M[2]}/d/b" 200 >"$FSD_DIR/flip2.out" 2>&1 &
+f2=$!
+BG+=("$f1" "$f2")
+gone() { ! kill -0 "$f1" 2>/dev/null && ! kill -0 "$f2" 2>/dev/null; }
+if wait_for 60 gone; then
+	pass "200 rounds each end (no deadlock)"
+else
+	fail "200 rounds each end (no deadlock)"
+	finish
+	exit 1
+fi
+run_check "node1's moves give no other error" wait "$f1"
+run_check "node2's renames give no other error" wait "$f2"
+BG=()
+sed 's/^/       | /' "$FSD_DIR"/flip[12].out
+both_there() { [[ -d ${M[3]}/d/a || -d ${M[3]}/d/b ]] && [[ -d ${M[3]}/d/y || -d ${M[3]}/d/a/x || -d ${M[3]}/d/b/x ]]; }
+check "node3 finds both directories" both_there
+check "node3 removes them" rm -r "${M[3]}/d"
+check "without harm" sane 1 2 3
 
 echo "-- the dead node's orphans of every kind: its recovery deletes them"
 check "node3 makes one of each kind" make_kinds "${M[3]}/dead"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fsd_stress (tests/progs/fsd_stress.c) on the three nodes of a local
-# cluster at once, in one directory: random creates, writes, truncates,
+# cluster at once: random creates, writes, truncates,
 # renames, links, unlinks and removals of every kind of inode (files
 # small and large, directories, fast and slow symlinks, fifos, sockets,
 # devices), files held open while other nodes unlink them, one node
@@ -8,20 +8,24 @@
 # fsd may die or log corruption or an I/O error, and the volume must be
 # clean under fsck.ocfs2 at the end, with no orphan left.
 #
-# By default each node works in a directory of its own (the nodes share
-# the volume's allocators, the parent directory and the orphan scans, not
-# names); FSD_STRESS_SHARED=1 puts all of them in one directory.
-# FSD_STRESS_SEEDS (default "1 2 3"), FSD_STRESS_OPS (operations per
-# process, 6000) and FSD_STRESS_PROCS (processes per node, 2) make it
-# longer: make soak runs many more.
+# Each seed of FSD_STRESS_SEEDS (default "1 2 3") has each node work in
+# a directory of its own (the nodes share the volume's allocators, the
+# parent directory and the orphan scans, not names); each seed of
+# FSD_STRESS_SHARED_SEEDS (default none: such runs still meet an
+# occasional ESTALE) then puts all of them in one directory, racing for
+# the same names (lock order between nodes, inodes freed on one node and
+# made again on another). FSD_STRESS_OPS (operations per process, 6000;
+# FSD_STRESS_SHARED_OPS for the shared seeds, 3000) and FSD_STRESS_PROCS
+# (processes per node, 2) make it longer: make soak runs many more.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
-SEEDS=${FSD_STRESS_SEEDS:-1 2 3}
+SEEDS=${FSD_STRESS_SEEDS-1 2 3}
+SHARED_SEEDS=${FSD_STRESS_SHARED_SEEDS-}
 OPS=${FSD_STRESS_OPS:-6000}
+SHARED_OPS=${FSD_STRESS_SHARED_OPS:-3000}
 PROCS=${FSD_STRESS_PROCS:-2}
-SHARED=${FSD_STRESS_SHARED:-0}
 STRESS=$BUILD/progs/fsd_stress
 
 lc_setup
@@ -53,17 +57,19 @@ run_check "node1 mounts the volume, scanning orphans every 2 s" node_mount 1 -o 
 for k in 2 3; do run_check "node$k mounts the volume" node_mount "$k"; done
 IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
 check "every node sees the others' heartbeat and links" wait_for 20 mesh_up 3
-mkdir "${M[1]}/stress"
-# workdir K: where node K's processes work
-workdir() { if ((SHARED)); then echo "${M[$1]}/stress"; else echo "${M[$1]}/stress/node$1"; fi; }
-((SHARED)) || for k in 1 2 3; do mkdir "$(workdir "$k")"; done
+mkdir "${M[1]}/stress" "${M[1]}/stress/shared"
+for k in 1 2 3; do mkdir "${M[1]}/stress/node$k"; done
 
-for seed in $SEEDS; do
-	echo "-- seed $seed: $PROCS processes on each node, $OPS operations each$( ((SHARED)) && echo ', one directory')"
+# run_seed SEED SHARED OPS: PROCS processes on each node, in the node's
+# own directory or (SHARED 1) all in one.
+run_seed() {
+	local seed=$1 shared=$2 ops=$3 k start dir
+	echo "-- seed $seed: $PROCS processes on each node, $ops operations each, $( ((shared)) && echo 'one directory' || echo 'a directory per node')"
 	start=$SECONDS
 	for k in 1 2 3; do
+		if ((shared)); then dir=${M[$k]}/stress/shared; else dir=${M[$k]}/stress/node$k; fi
 		# a run that hangs (a deadlock between nodes) fails too
-		timeout $((60 + OPS / 100)) "$STRESS" -n "$OPS" -p "$PROCS" -s $((seed * 10 + k)) "$(workdir "$k")" \
+		timeout $((60 + ops / 100)) "$STRESS" -n "$ops" -p "$PROCS" -s $((seed * 10 + k)) "$dir" \
 		    >"$FSD_DIR/stress$k.out" 2>&1 &
 		pid[k]=$!
 		BG+=($!)
@@ -80,7 +86,9 @@ for seed in $SEEDS; do
 	BG=()
 	echo "  ($((SECONDS - start)) s)"
 	check "every fsd stays sane" sane 1 2 3
-done
+}
+for seed in $SEEDS; do run_seed "$seed" 0 "$OPS"; done
+for seed in $SHARED_SEEDS; do run_seed "$seed" 1 "$SHARED_OPS"; done
 
 echo "-- the end"
 check "node2 removes everything" rm -rf "${M[2]}/stress"
