@@ -74,13 +74,12 @@ print_json(const struct view *v)
 	size_t i;
 
 	printf("{");
-	json_key(stdout, &first, "cluster"); json_str(stdout, c->cluster);
+	json_field_str(stdout, &first, "cluster", c->cluster);
 	json_key(stdout, &first, "daemons");
 	printf("{\"nmd\":true,\"hbd\":%s,\"netd\":%s,\"dlmd\":%s}",
 	    v->hb ? "true" : "false", v->net ? "true" : "false",
 	    v->dlm ? "true" : "false");
-	json_key(stdout, &first, "fenced");
-	printf("%s", v->hb != NULL && v->hb->hb_status->fenced ? "true" : "false");
+	json_field_bool(stdout, &first, "fenced", v->hb != NULL && v->hb->hb_status->fenced);
 	json_key(stdout, &first, "nodes");
 	printf("[");
 	for (i = 0; i < c->n_nodes; i++) {
@@ -88,11 +87,9 @@ print_json(const struct view *v)
 
 		f2 = 1;
 		printf("%s{", i ? "," : "");
-		json_key(stdout, &f2, "name"); json_str(stdout, n->name);
-		json_key(stdout, &f2, "num"); printf("%u", n->num);
-		json_key(stdout, &f2, "local"); printf("%s", n->local ? "true" : "false");
-		json_key(stdout, &f2, "heartbeat"); json_str(stdout, heartbeat_of(v, n->num));
-		json_key(stdout, &f2, "link"); json_str(stdout, link_of(v, n));
+		config_node_json(stdout, &f2, n);
+		json_field_str(stdout, &f2, "heartbeat", heartbeat_of(v, n->num));
+		json_field_str(stdout, &f2, "link", link_of(v, n));
 		printf("}");
 	}
 	printf("]");
@@ -115,15 +112,14 @@ print_json(const struct view *v)
 
 			f2 = 1;
 			printf("%s{", i ? "," : "");
-			json_key(stdout, &f2, "name"); json_str(stdout, d->name);
+			json_field_str(stdout, &f2, "name", d->name);
 			json_key(stdout, &f2, "members");
 			printf("[");
 			for (k = 0; k < d->n_members; k++)
 				printf("%s%u", k ? "," : "", d->members[k]);
 			printf("]");
-			json_key(stdout, &f2, "directory"); printf("%u", d->directory);
-			json_key(stdout, &f2, "recovering");
-			printf("%s", d->recovering ? "true" : "false");
+			json_field_uint(stdout, &f2, "directory", d->directory);
+			json_field_bool(stdout, &f2, "recovering", d->recovering);
 			printf("}");
 		}
 		printf("]");
