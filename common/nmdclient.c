@@ -57,37 +57,20 @@ nmd_client_refetch(struct nmd_client *cl)
 }
 
 static void
-on_changed(struct nmd_client *cl, const Envelope *ev)
+on_changed(struct ipc_conn *c, const Envelope *ev)
 {
 	(void)ev;
-	fetch(cl);
+	fetch(ipc_conn_arg(c));
 }
 
-static const struct {
-	MsgType			 type;
-	Envelope__PayloadCase	 payload;
-	void			(*fn)(struct nmd_client *, const Envelope *);
-} nmd_events[] = {
+static const struct ipc_handler nmd_events[] = {
 	{ MSG_TYPE__MSG_NMD_CONFIG_CHANGED, ENVELOPE__PAYLOAD_CHANGE, on_changed },
 };
 
 static void
 on_event(struct ipc_conn *c, const Envelope *ev)
 {
-	size_t i;
-
-	for (i = 0; i < nitems(nmd_events); i++) {
-		if (nmd_events[i].type != ev->type)
-			continue;
-		if (ev->payload_case != nmd_events[i].payload) {
-			log_warnx("nmd sent event %d without its payload; "
-			    "reconnecting", ev->type);
-			ipc_conn_close(c);
-			return;
-		}
-		nmd_events[i].fn(ipc_conn_arg(c), ev);
-		return;
-	}
+	ipc_event_dispatch(c, ev, nmd_events, nitems(nmd_events), "nmd");
 }
 
 static void
