@@ -1,4 +1,6 @@
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,15 +146,19 @@ sent(const Envelope *rep, void *arg)
 }
 
 int
-nmd_client_send(struct nmd_client *cl, Envelope *req, const char *what)
+nmd_client_send(struct nmd_client *cl, Envelope *req, const char *fmt, ...)
 {
-	char *w;
+	va_list ap;
+	char *what;
 
 	if (cl->conn == NULL)
 		return -1;
-	w = xstrdup(what);
-	if (ipc_request(cl->conn, req, sent, w) == -1) {
-		free(w);
+	va_start(ap, fmt);
+	if (vasprintf(&what, fmt, ap) == -1)
+		fatalx("out of memory");
+	va_end(ap);
+	if (ipc_request(cl->conn, req, sent, what) == -1) {
+		free(what);
 		return -1;
 	}
 	return 0;
@@ -163,18 +169,14 @@ nmd_client_pin(struct nmd_client *cl, const char *node, const char *kind, int pi
 {
 	Envelope req = ENVELOPE__INIT;
 	Nmd__Pin p = NMD__PIN__INIT;
-	char *what;
-	int rc;
 
 	p.node = (char *)node;
 	p.kind = (char *)kind;
 	req.type = pin ? MSG_TYPE__MSG_NMD_PIN : MSG_TYPE__MSG_NMD_UNPIN;
 	req.payload_case = ENVELOPE__PAYLOAD_PIN;
 	req.pin = &p;
-	xasprintf(&what, "%s node %s (%s)", pin ? "pin" : "unpin", node, kind);
-	rc = nmd_client_send(cl, &req, what);
-	free(what);
-	return rc;
+	return nmd_client_send(cl, &req, "%s node %s (%s)", pin ? "pin" : "unpin",
+	    node, kind);
 }
 
 int
@@ -182,16 +184,11 @@ nmd_client_set_attr(struct nmd_client *cl, const char *path, const char *value)
 {
 	Envelope req = ENVELOPE__INIT;
 	Nmd__SetAttr sa = NMD__SET_ATTR__INIT;
-	char *what;
-	int rc;
 
 	sa.path = (char *)path;
 	sa.value = (char *)value;
 	req.type = MSG_TYPE__MSG_NMD_SET_ATTR;
 	req.payload_case = ENVELOPE__PAYLOAD_SET_ATTR;
 	req.set_attr = &sa;
-	xasprintf(&what, "set %s = %s", path, value);
-	rc = nmd_client_send(cl, &req, what);
-	free(what);
-	return rc;
+	return nmd_client_send(cl, &req, "set %s = %s", path, value);
 }

@@ -34,9 +34,10 @@ void	nmd_client_refetch(struct nmd_client *);
 int	nmd_client_connected(const struct nmd_client *);
 /*
  * Fire and forget, on the connection of the moment: -1 without one. A
- * refusal is logged with `what`, except ENOENT (the item went away).
+ * refusal is logged with what fmt says, except ENOENT (the item went away).
  */
-int	nmd_client_send(struct nmd_client *, Envelope *req, const char *what);
+int	nmd_client_send(struct nmd_client *, Envelope *req, const char *fmt, ...)
+	    __attribute__((__format__(printf, 3, 4)));
 /* Pin (or unpin) a node item as `kind` ("heartbeat", "link"). */
 int	nmd_client_pin(struct nmd_client *, const char *node, const char *kind,
 	    int pin);

@@ -76,7 +76,7 @@ acquire_global(struct hbd *h, const Nmd__Config *cfg)
 	struct volume v;
 	Envelope req = ENVELOPE__INIT;
 	Nmd__RegionAcquire ra = NMD__REGION_ACQUIRE__INIT;
-	char dev[4096], err[512], what[4200];
+	char dev[4096], err[512];
 	unsigned missing = 0;
 	size_t i;
 
@@ -109,8 +109,7 @@ acquire_global(struct hbd *h, const Nmd__Config *cfg)
 		req.payload_case = ENVELOPE__PAYLOAD_REGION_ACQUIRE;
 		req.region_acquire = &ra;
 		log_info("global heartbeat region %s is on %s", uuid, dev);
-		snprintf(what, sizeof(what), "acquire global region %s on %s", uuid, dev);
-		nmd_client_send(h->nmd, &req, what);
+		nmd_client_send(h->nmd, &req, "acquire global region %s on %s", uuid, dev);
 	}
 	return missing;
 }
