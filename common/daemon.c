@@ -6,6 +6,7 @@
 
 #include <event2/event.h>
 
+#include "clusterconf.h"
 #include "daemon.h"
 #include "log.h"
 #include "notify.h"
@@ -83,6 +84,27 @@ daemon_args_parse(const char *daemon, int argc, char *argv[],
 	if (optind != argc)
 		usage(daemon, extra, nextra);
 	log_init(daemon, a->verbose);
+}
+
+static void
+print_warning(const char *msg, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "warning: %s\n", msg);
+}
+
+struct cluster_conf *
+daemon_check_config(const struct daemon_args *a, const char *node,
+    const struct cc_node **self)
+{
+	struct cluster_conf *cc;
+	char err[CC_ERR_MAX];
+
+	if ((cc = cc_load(a->conf_path, a->tunables_path, 0, NULL,
+	    node != NULL ? node : host_node_name(), self, err, sizeof(err),
+	    print_warning, NULL)) == NULL)
+		fprintf(stderr, "%s\n", err);
+	return cc;
 }
 
 static void

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+struct cc_node;
+struct cluster_conf;
 struct event_base;
 struct daemon;
 
@@ -32,6 +34,14 @@ struct daemon_opt {
 /* Parse argv (a usage message and exit 2 on a bad one), then log_init. */
 void	daemon_args_parse(const char *daemon, int argc, char *argv[],
 	    const struct daemon_opt *extra, size_t nextra, struct daemon_args *);
+
+/*
+ * -n: the configuration files as nmd would load them, for node (NULL:
+ * this host's name), warnings on stderr; NULL once it printed why they
+ * are bad. The caller frees it.
+ */
+struct cluster_conf *daemon_check_config(const struct daemon_args *,
+	    const char *node, const struct cc_node **self);
 
 /*
  * Stopping takes a while (hbd leaves its regions, dlmd its domains): the

@@ -20,19 +20,15 @@
 
 /* -n: the configuration netd and nmd will serve us, checked alone. */
 static int
-check_config(const char *conf, const char *tunables, const char *node)
+check_config(const struct daemon_args *args, const char *node)
 {
 	struct cluster_conf *cc;
 	const struct cc_node *self;
-	char err[CC_ERR_MAX];
 
-	if ((cc = cc_load(conf, tunables, 0, NULL, node, &self, err, sizeof(err),
-	    NULL, NULL)) == NULL) {
-		fprintf(stderr, "%s\n", err);
+	if ((cc = daemon_check_config(args, node, &self)) == NULL)
 		return 1;
-	}
 	printf("%s: configuration OK (cluster %s, local node %s number %u)\n",
-	    conf, cc->name, self->name, self->num);
+	    args->conf_path, cc->name, self->name, self->num);
 	free(cc);
 	return 0;
 }
@@ -79,7 +75,7 @@ main(int argc, char *argv[])
 	dd.rundir = args.rundir;
 	dd.node_name = args.node_name != NULL ? args.node_name : host_node_name();
 	if (args.check_only)
-		return check_config(args.conf_path, args.tunables_path, dd.node_name);
+		return check_config(&args, dd.node_name);
 
 	srandom((unsigned)getpid() ^ (unsigned)now_ms());
 	dd.local_node = DLM_NODE_NONE;

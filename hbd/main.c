@@ -19,20 +19,16 @@
 
 /* -n: what nmd will serve us, checked without any daemon. */
 static int
-check_config(const char *conf, const char *tunables, const char *node)
+check_config(const struct daemon_args *args, const char *node)
 {
 	struct cluster_conf *cc;
 	const struct cc_node *self;
-	char err[CC_ERR_MAX];
 
-	if ((cc = cc_load(conf, tunables, 0, NULL, node, &self, err, sizeof(err),
-	    NULL, NULL)) == NULL) {
-		fprintf(stderr, "%s\n", err);
+	if ((cc = daemon_check_config(args, node, &self)) == NULL)
 		return 1;
-	}
 	printf("%s: configuration OK (cluster %s, local node %s number %u, heartbeat "
-	    "every %u ms, dead after %u, %s mode)\n", conf, cc->name, self->name,
-	    self->num, cc->hb_interval_ms, cc->tun.dead_threshold,
+	    "every %u ms, dead after %u, %s mode)\n", args->conf_path, cc->name,
+	    self->name, self->num, cc->hb_interval_ms, cc->tun.dead_threshold,
 	    cc->hb_mode == CC_HB_GLOBAL ? "global" : "local");
 	free(cc);
 	return 0;
@@ -109,7 +105,7 @@ main(int argc, char *argv[])
 	h.rundir = args.rundir;
 	h.node_name = args.node_name != NULL ? args.node_name : host_node_name();
 	if (args.check_only)
-		return check_config(args.conf_path, args.tunables_path, h.node_name);
+		return check_config(&args, h.node_name);
 
 	/* The kernel's heartbeat thread runs at nice -20; so do we. */
 	if (setpriority(PRIO_PROCESS, 0, -20) == -1)

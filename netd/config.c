@@ -240,33 +240,3 @@ config_keyfile_from_tunables(const char *path)
 	fclose(f);
 	return found;
 }
-
-static void
-print_warning(const char *msg, void *arg)
-{
-	(void)arg;
-	fprintf(stderr, "warning: %s\n", msg);
-}
-
-/* -n: what netd would run with, from the files, without any daemon. */
-int
-config_check_file(struct netd *nd)
-{
-	struct cluster_conf *cc;
-	const struct cc_node *self;
-	char err[CC_ERR_MAX];
-
-	if ((cc = cc_load(nd->conf_path, nd->tunables_path, 0, NULL,
-	    nd->node_name != NULL ? nd->node_name : host_node_name(), &self, err,
-	    sizeof(err), print_warning, NULL)) == NULL) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	printf("%s: configuration OK (cluster %s, %zu nodes, local node %s "
-	    "number %u; idle %u ms, keepalive %u ms, reconnect %u ms%s)\n",
-	    nd->conf_path, cc->name, cc->nnodes, self->name, self->num,
-	    cc->tun.idle_timeout_ms, cc->tun.keepalive_delay_ms,
-	    cc->tun.reconnect_delay_ms, nd->auth ? "; cluster key loaded" : "");
-	free(cc);
-	return 0;
-}

@@ -13,6 +13,24 @@
 #include "notify.h"
 #include "util.h"
 
+/* -n: what netd would run with, from the files, without any daemon. */
+static int
+check_config(const struct daemon_args *args, const struct netd *nd)
+{
+	struct cluster_conf *cc;
+	const struct cc_node *self;
+
+	if ((cc = daemon_check_config(args, nd->node_name, &self)) == NULL)
+		return 1;
+	printf("%s: configuration OK (cluster %s, %zu nodes, local node %s "
+	    "number %u; idle %u ms, keepalive %u ms, reconnect %u ms%s)\n",
+	    args->conf_path, cc->name, cc->nnodes, self->name, self->num,
+	    cc->tun.idle_timeout_ms, cc->tun.keepalive_delay_ms,
+	    cc->tun.reconnect_delay_ms, nd->auth ? "; cluster key loaded" : "");
+	free(cc);
+	return 0;
+}
+
 /* The key: --keyfile, else O2CB_AUTHKEY, else the default path if present. */
 static void
 load_key(struct netd *nd)
@@ -60,13 +78,12 @@ main(int argc, char *argv[])
 	struct daemon *d;
 
 	daemon_args_parse("netd", argc, argv, &keyfile, 1, &args);
-	nd.conf_path = args.conf_path;
 	nd.tunables_path = args.tunables_path;
 	nd.node_name = args.node_name;
 	nd.rundir = args.rundir;
 	load_key(&nd);
 	if (args.check_only)
-		return config_check_file(&nd) == 0 ? 0 : 1;
+		return check_config(&args, &nd);
 
 	if ((nd.base = event_base_new()) == NULL)
 		fatalx("event_base_new");

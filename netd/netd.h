@@ -329,7 +329,6 @@ struct netd_node {
 struct netd {
 	struct event_base	*base;
 	const char		*rundir;
-	const char		*conf_path;
 	const char		*tunables_path;
 	const char		*node_name;
 	const char		*keyfile;
@@ -383,7 +382,6 @@ struct netd {
 void	config_start(struct netd *, void (*configured)(struct netd *));
 void	config_pin(struct netd *, struct netd_node *, int pin);
 struct netd_node *config_node_by_addr(struct netd *, uint32_t addr);
-int	config_check_file(struct netd *);	/* -n */
 char	*config_keyfile_from_tunables(const char *path);
 
 /* hb.c: hbd's node up/down events (ROLE_NET). */
