@@ -12,8 +12,8 @@
 #include "o2ctl.h"
 #include "util.h"
 
-void
-config_node_json(FILE *f, int *first, const Nmd__Node *n)
+static void
+node_json(FILE *f, int *first, const Nmd__Node *n)
 {
 	json_field_str(f, first, "name", n->name);
 	json_field_uint(f, first, "num", n->num);
@@ -21,6 +21,25 @@ config_node_json(FILE *f, int *first, const Nmd__Node *n)
 	json_field_uint(f, first, "ipv4_port", n->ipv4_port);
 	json_field_bool(f, first, "local", n->local);
 	json_field_uint(f, first, "pins", n->pins);
+}
+
+void
+config_nodes_json(FILE *f, const Nmd__Config *c, config_node_more_fn *more,
+    const void *arg)
+{
+	size_t i;
+	int first;
+
+	fputc('[', f);
+	for (i = 0; i < c->n_nodes; i++) {
+		first = 1;
+		fprintf(f, "%s{", i ? "," : "");
+		node_json(f, &first, c->nodes[i]);
+		if (more != NULL)
+			more(f, &first, c->nodes[i], arg);
+		fputc('}', f);
+	}
+	fputc(']', f);
 }
 
 static void
@@ -43,7 +62,7 @@ static void
 print_config_json(const Envelope *rep)
 {
 	const Nmd__Config *c = rep->config;
-	int first = 1, f2;
+	int first = 1;
 	size_t i;
 
 	printf("{");
@@ -63,14 +82,7 @@ print_config_json(const Envelope *rep)
 		printf("%u", c->local_node);
 	json_field_str(stdout, &first, "last_reload_error", c->last_reload_error);
 	json_key(stdout, &first, "nodes");
-	printf("[");
-	for (i = 0; i < c->n_nodes; i++) {
-		f2 = 1;
-		printf("%s{", i ? "," : "");
-		config_node_json(stdout, &f2, c->nodes[i]);
-		printf("}");
-	}
-	printf("]");
+	config_nodes_json(stdout, c, NULL, NULL);
 	json_key(stdout, &first, "regions");
 	printf("[");
 	for (i = 0; i < c->n_regions; i++) {

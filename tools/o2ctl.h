@@ -76,8 +76,14 @@ void	mounts_text(FILE *, const struct mounts *, int detail);
 int	cmd_mounts(struct o2ctl *, int, char **);
 
 /* nmd_cmds.c */
-/* A node's fields as nmd holds them, for `config` and `status`. */
-void	config_node_json(FILE *, int *first, const Nmd__Node *);
+/*
+ * The nodes as nmd holds them, a JSON array, for `config` and `status`;
+ * more (NULL: none) adds fields of its own to each.
+ */
+typedef void config_node_more_fn(FILE *, int *first, const Nmd__Node *,
+	    const void *arg);
+void	config_nodes_json(FILE *, const Nmd__Config *, config_node_more_fn *more,
+	    const void *arg);
 int	cmd_config(struct o2ctl *, int, char **);
 int	cmd_reload(struct o2ctl *, int, char **);
 int	cmd_check_config(struct o2ctl *, int, char **);
