@@ -40,7 +40,7 @@ fetch(struct nmd_client *cl)
 {
 	Envelope req = ENVELOPE__INIT;
 
-	if (cl->conn == NULL)
+	if (cl == NULL || cl->conn == NULL)
 		return;
 	if (cl->fetching) {
 		cl->stale = 1;
@@ -129,7 +129,7 @@ nmd_client_start(struct event_base *base, const char *rundir, unsigned retry_ms,
 int
 nmd_client_connected(const struct nmd_client *cl)
 {
-	return cl->conn != NULL;
+	return cl != NULL && cl->conn != NULL;
 }
 
 static void
@@ -151,7 +151,7 @@ nmd_client_send(struct nmd_client *cl, Envelope *req, const char *fmt, ...)
 	va_list ap;
 	char *what;
 
-	if (cl->conn == NULL)
+	if (!nmd_client_connected(cl))
 		return -1;
 	va_start(ap, fmt);
 	if (vasprintf(&what, fmt, ap) == -1)

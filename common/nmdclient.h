@@ -29,7 +29,11 @@ struct nmd_client_ops {
 
 struct nmd_client *nmd_client_start(struct event_base *base, const char *rundir,
 	    unsigned retry_ms, const struct nmd_client_ops *ops, void *arg);
-/* Fetch the configuration again (the daemon's own state changed). */
+/*
+ * The calls below take a client not started yet (NULL) as one without a
+ * connection. Fetch the configuration again (the daemon's own state
+ * changed).
+ */
 void	nmd_client_refetch(struct nmd_client *);
 int	nmd_client_connected(const struct nmd_client *);
 /*
