@@ -148,7 +148,8 @@ on_config(const Nmd__Config *cfg, void *arg)
 	if (apply_config(nd, cfg, 1, why, sizeof(why)) == -1)
 		fatalx("%s", why);
 	nd->configured = 1;
-	evtimer_del(nd->nmd_wait);
+	event_free(nd->nmd_wait);
+	nd->nmd_wait = NULL;
 	nd->on_configured(nd);
 }
 
