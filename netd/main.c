@@ -72,8 +72,9 @@ serve(struct netd *nd)
 int
 main(int argc, char *argv[])
 {
+	/* Static: what netd holds lasts as long as it runs, its exit included. */
+	static struct netd nd = { .listen_fd = -1 };
 	struct daemon_args args;
-	struct netd nd = { .listen_fd = -1 };
 	const struct daemon_opt keyfile = { "keyfile", "FILE", &nd.keyfile, NULL };
 	struct daemon *d;
 
