@@ -75,6 +75,15 @@ struct ipc_redial *ipc_redial(struct event_base *base, const char *rundir,
 /* The connection, or NULL while there is none. */
 struct ipc_conn *ipc_redial_conn(const struct ipc_redial *);
 
+/*
+ * Client side: run an event's entry of `table` (an ipc_handler's fn gets
+ * the event). 1 when it ran, 0 for an event the table does not name;
+ * -1 when the event lacks the entry's payload: logged as `from`'s, and c
+ * is closed (a redialled connection comes back).
+ */
+int	ipc_event_dispatch(struct ipc_conn *c, const Envelope *ev,
+	    const struct ipc_handler *table, size_t ntable, const char *from);
+
 /* Either side. */
 void	ipc_reply(struct ipc_conn *c, const Envelope *req, Envelope *rep);
 void	ipc_reply_status(struct ipc_conn *c, const Envelope *req, int status,

@@ -25,6 +25,7 @@
 #include "hbd.h"
 #include "ipc.h"
 #include "log.h"
+#include "nmdclient.h"
 #include "util.h"
 
 #define ROLE_MAX	HBD__ROLE__ROLE_FS
@@ -477,11 +478,12 @@ api_region_users(struct hbd *h, const char *region, char *who, size_t len)
 static void
 handle_guard(struct ipc_conn *c, const Envelope *req)
 {
+	struct hbd *h = ipc_conn_arg(c);
 	struct hb_client *cl = client_of(c);
 	const Hbd__HbGuard *g = req->hb_guard;
 
 	if (cl->guard != NULL && !g->on)
-		nmd_refetch(ipc_conn_arg(c));	/* a region kept for it may stop now */
+		nmd_client_refetch(h->nmd);	/* a region kept for it may stop now */
 	free(cl->guard);
 	cl->guard = NULL;
 	if (g->on) {
@@ -553,7 +555,7 @@ client_closed(struct ipc_conn *c)
 		    "locks", (int)ipc_conn_pid(c), cl->guard);
 		fence_reincarnate(h, why);
 		free(cl->guard);
-		nmd_refetch(h);
+		nmd_client_refetch(h->nmd);
 	}
 	if (cl->writer != NULL) {
 		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid,

@@ -33,6 +33,7 @@
 
 #include "hbd.h"
 #include "log.h"
+#include "nmdclient.h"
 #include "util.h"
 
 #define FENCE_CONFIRM_MS	5000
@@ -280,6 +281,6 @@ fence_clear(struct hbd *h)
 	/* Failed leftovers of the fenced incarnation are started afresh. */
 	while ((r = TAILQ_FIRST(&h->regions)) != NULL)
 		region_forget(r);
-	nmd_refetch(h);
+	nmd_client_refetch(h->nmd);
 	return 0;
 }

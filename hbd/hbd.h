@@ -31,6 +31,7 @@ struct event;
 struct event_base;
 struct ipc_conn;
 struct ipc_server;
+struct nmd_client;
 
 /* block.c: the on-disk block. */
 struct hb_block {
@@ -221,7 +222,6 @@ void	lease_approved(struct hb_region *);
 
 /* nmdlink.c: our client connection to nmd. */
 void	nmd_link_start(struct hbd *);
-void	nmd_refetch(struct hbd *);
 void	nmd_pin(struct hbd *, unsigned node, int pin);
 void	nmd_set_pid(struct hbd *, const char *region, int pid);
 
@@ -301,10 +301,8 @@ struct hbd {
 	uint8_t			 configured[HB_MAX_NODES];
 	char			*node_names[HB_MAX_NODES];
 
-	struct ipc_conn		*nmd;
-	struct event		*nmd_retry;
+	struct nmd_client	*nmd;		/* nmdlink.c */
 	struct ipc_conn		*netd;		/* nego.c; NULL while netd is away */
-	int			 nmd_fetching, nmd_refetch;
 	uint8_t			 global_acquired[CC_MAX_REGIONS];
 
 	TAILQ_HEAD(, hb_region)	 regions;

@@ -1,9 +1,6 @@
 /* hbd: heartbeat on the regions nmd describes; serve hbd.sock. */
 #include <sys/resource.h>
 
-#include <errno.h>
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +8,7 @@
 
 #include <event2/event.h>
 
+#include "daemon.h"
 #include "hbd.h"
 #include "ipc.h"
 #include "log.h"
@@ -19,57 +17,33 @@
 
 #define STOP_GRACE_MS	3000	/* on top of two intervals for clean-stop blocks */
 
-static void
-usage(void)
-{
-	fprintf(stderr,
-	    "usage: hbd [-nv] [-c cluster.conf] [-t o2cb-defaults] [--node NAME]\n"
-	    "           [--rundir DIR]\n");
-	exit(2);
-}
-
 /* -n: what nmd will serve us, checked without any daemon. */
 static int
-check_config(const char *conf, const char *tunables, const char *node)
+check_config(const struct daemon_args *args, const char *node)
 {
 	struct cluster_conf *cc;
 	const struct cc_node *self;
-	char err[CC_ERR_MAX];
 
-	if ((cc = cc_load(conf, tunables, 0, NULL, node, &self, err, sizeof(err),
-	    NULL, NULL)) == NULL) {
-		fprintf(stderr, "%s\n", err);
+	if ((cc = daemon_check_config(args, node, &self)) == NULL)
 		return 1;
-	}
 	printf("%s: configuration OK (cluster %s, local node %s number %u, heartbeat "
-	    "every %u ms, dead after %u, %s mode)\n", conf, cc->name, self->name,
-	    self->num, cc->hb_interval_ms, cc->tun.dead_threshold,
+	    "every %u ms, dead after %u, %s mode)\n", args->conf_path, cc->name,
+	    self->name, self->num, cc->hb_interval_ms, cc->tun.dead_threshold,
 	    cc->hb_mode == CC_HB_GLOBAL ? "global" : "local");
 	free(cc);
 	return 0;
 }
 
-static void
-stop_poll(evutil_socket_t fd, short ev, void *arg)
+static int
+regions_stopped(void *arg)
 {
 	struct hbd *h = arg;
 	struct hb_region *r;
 
-	(void)fd;
-	(void)ev;
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if (r->state != RS_FAILED)
-			return;
-	event_base_loopbreak(h->base);
-}
-
-static void
-stop_deadline(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	log_warnx("regions did not stop in time; exiting anyway");
-	event_base_loopbreak(((struct hbd *)arg)->base);
+			return 0;
+	return 1;
 }
 
 /*
@@ -100,67 +74,38 @@ regions_in_use(struct hbd *h)
 
 /* Leave every region cleanly, so that peers see us go at once. */
 static void
-on_stop(evutil_socket_t sig, short ev, void *arg)
+on_stop(struct daemon *d, void *arg, int sig)
 {
 	struct hbd *h = arg;
 	struct hb_region *r, *next;
-	struct timeval poll = { 0, 20000 };
-	struct timeval grace;
-	unsigned ms = 2 * h->interval_ms + STOP_GRACE_MS;
 
-	(void)ev;
-	if (h->stopping)
-		return;
 	h->stopping = 1;
-	notify_stopping();
 	if (regions_in_use(h)) {
-		event_base_loopbreak(h->base);
+		daemon_stop_now(d);
 		return;
 	}
-	log_info("signal %d: leaving every region", (int)sig);
+	log_info("signal %d: leaving every region", sig);
 	for (r = TAILQ_FIRST(&h->regions); r != NULL; r = next) {
 		next = TAILQ_NEXT(r, entry);
 		if (r->state != RS_STOPPING)
 			region_stop(r, 1);
 	}
-	grace.tv_sec = ms / 1000;
-	grace.tv_usec = (ms % 1000) * 1000;
-	event_add(event_new(h->base, -1, EV_PERSIST, stop_poll, h), &poll);
-	event_base_once(h->base, -1, EV_TIMEOUT, stop_deadline, h, &grace);
+	daemon_stop_when(d, regions_stopped, h, 2 * h->interval_ms + STOP_GRACE_MS,
+	    "regions did not stop");
 }
 
 int
 main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "node", required_argument, NULL, 'N' },
-		{ "rundir", required_argument, NULL, 'R' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct daemon_args args;
 	struct hbd h = { 0 };
-	struct event *sigterm, *sigint;
-	const char *conf = "/etc/ocfs2/cluster.conf", *tunables = "/etc/default/o2cb";
-	int ch, check_only = 0, verbose = 0;
+	struct daemon *d;
 
-	h.rundir = rundir_default();
-	while ((ch = getopt_long(argc, argv, "c:t:nv", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c': conf = optarg; break;
-		case 't': tunables = optarg; break;
-		case 'n': check_only = 1; break;
-		case 'v': verbose++; break;
-		case 'N': h.node_name = optarg; break;
-		case 'R': h.rundir = optarg; break;
-		default: usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("hbd", verbose);
-	if (h.node_name == NULL)
-		h.node_name = host_node_name();
-	if (check_only)
-		return check_config(conf, tunables, h.node_name);
+	daemon_args_parse("hbd", argc, argv, NULL, 0, &args);
+	h.rundir = args.rundir;
+	h.node_name = args.node_name != NULL ? args.node_name : host_node_name();
+	if (args.check_only)
+		return check_config(&args, h.node_name);
 
 	/* The kernel's heartbeat thread runs at nice -20; so do we. */
 	if (setpriority(PRIO_PROCESS, 0, -20) == -1)
@@ -174,9 +119,7 @@ main(int argc, char *argv[])
 		fatal("mkdir %s", h.rundir);
 	if ((h.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	/* Our configuration comes from nmd, which reloads on SIGHUP; a hangup
-	 * must not stop the heartbeat. */
-	signal(SIGHUP, SIG_IGN);
+	d = daemon_start(h.base, on_stop, NULL, &h);
 	fence_restore(&h);
 	api_start(&h);
 	lease_open(&h);
@@ -184,18 +127,10 @@ main(int argc, char *argv[])
 	nmd_link_start(&h);
 	nego_start(&h);
 
-	sigterm = evsignal_new(h.base, SIGTERM, on_stop, &h);
-	sigint = evsignal_new(h.base, SIGINT, on_stop, &h);
-	if (sigterm == NULL || sigint == NULL || evsignal_add(sigterm, NULL) == -1 ||
-	    evsignal_add(sigint, NULL) == -1)
-		fatalx("cannot install signal handlers");
-	notify_watchdog_start(h.base);
 	log_info("serving %s/hbd.sock as node %s", h.rundir, h.node_name);
 	notify_ready();
-	event_base_dispatch(h.base);
+	daemon_run(d);
 
 	ipc_server_free(h.ipc);
-	event_free(sigterm);
-	event_free(sigint);
 	return 0;
 }

@@ -222,8 +222,9 @@ region_by_key(struct hbd *h, uint32_t key)
 
 /* o2hb_nego_timeout_handler and o2hb_nego_approve_handler. */
 static void
-on_message(struct ipc_conn *c, const Netd__NetMessage *m)
+on_message(struct ipc_conn *c, const Envelope *ev)
 {
+	const Netd__NetMessage *m = ev->net_message;
 	struct hb_region *r = region_by_key(ipc_conn_arg(c), m->key);
 	int node = hb_nego_sender(m->payload.data, m->payload.len);
 
@@ -252,12 +253,14 @@ on_message(struct ipc_conn *c, const Netd__NetMessage *m)
 	netd_answer(c, m->handle, 0, NULL, 0);
 }
 
+static const struct ipc_handler netd_events[] = {
+	{ MSG_TYPE__MSG_NETD_MESSAGE, ENVELOPE__PAYLOAD_NET_MESSAGE, on_message },
+};
+
 static void
 netd_event(struct ipc_conn *c, const Envelope *ev)
 {
-	if (ev->type == MSG_TYPE__MSG_NETD_MESSAGE &&
-	    ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE)
-		on_message(c, ev->net_message);
+	ipc_event_dispatch(c, ev, netd_events, nitems(netd_events), "netd");
 }
 
 /* Our handlers went with the connection: a hung write fences unasked. */

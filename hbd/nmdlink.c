@@ -1,6 +1,8 @@
 /*
- * Our connection to nmd: the configuration (nodes, heartbeat tunables,
- * regions), its changes, node pins and the regions' pid attribute.
+ * What hbd takes from nmd and gives it, through common/nmdclient.c: the
+ * whole configuration (nodes, heartbeat tunables, regions) each time it
+ * may have changed, which hbd reconciles its regions with; node pins and
+ * the regions' pid attribute.
  *
  * nmd is the authority on which regions exist. Local mode: a region
  * starts when its item has `dev` (ocfs2_hb_ctl, o2ctl heartbeat start or
@@ -11,7 +13,6 @@
  * If nmd goes away we keep heartbeating as we are (stopping would look
  * like a crash to peers while the filesystem still writes) and reconnect.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,74 +22,34 @@
 #include <event2/event.h>
 
 #include "hbd.h"
-#include "ipc.h"
 #include "log.h"
+#include "nmdclient.h"
 #include "util.h"
 #include "volume.h"
 
 #define NMD_RETRY_MS	1000
 #define GLOBAL_RETRY_MS	5000
 
-static void	nmd_connect(struct hbd *);
-
-static void
-request_failed(const Envelope *rep, void *arg)
-{
-	char *what = arg;
-
-	if (rep == NULL)
-		log_warnx("nmd: %s: connection lost", what);
-	else if (rep->status != 0 && rep->status != ENOENT)
-		log_warnx("nmd: %s: %s", what, rep->error[0] ? rep->error :
-		    strerror(rep->status));
-	free(what);
-}
-
-/* Fire and forget, logging a refusal. */
-static void
-nmd_send(struct hbd *h, Envelope *req, char *what)
-{
-	if (h->nmd == NULL || ipc_request(h->nmd, req, request_failed, what) == -1)
-		free(what);
-}
-
 void
 nmd_pin(struct hbd *h, unsigned node, int pin)
 {
-	Envelope req = ENVELOPE__INIT;
-	Nmd__Pin p = NMD__PIN__INIT;
-	char *what;
-
-	if (h->node_names[node] == NULL || h->pinned[node] == pin || h->nmd == NULL)
+	if (h->node_names[node] == NULL || h->pinned[node] == pin ||
+	    !nmd_client_connected(h->nmd))
 		return;
-	p.node = h->node_names[node];
-	p.kind = "heartbeat";
-	req.type = pin ? MSG_TYPE__MSG_NMD_PIN : MSG_TYPE__MSG_NMD_UNPIN;
-	req.payload_case = ENVELOPE__PAYLOAD_PIN;
-	req.pin = &p;
 	h->pinned[node] = (uint8_t)pin;
-	xasprintf(&what, "%s node %s", pin ? "pin" : "unpin", p.node);
-	nmd_send(h, &req, what);
+	nmd_client_pin(h->nmd, h->node_names[node], "heartbeat", pin);
 }
 
 void
 nmd_set_pid(struct hbd *h, const char *region, int pid)
 {
-	Envelope req = ENVELOPE__INIT;
-	Nmd__SetAttr sa = NMD__SET_ATTR__INIT;
-	char *path, val[16], *what;
+	char *path, val[16];
 
 	if (h->cluster[0] == '\0')
 		return;
 	xasprintf(&path, "cluster/%s/heartbeat/%s/pid", h->cluster, region);
 	snprintf(val, sizeof(val), "%d", pid);
-	sa.path = path;
-	sa.value = val;
-	req.type = MSG_TYPE__MSG_NMD_SET_ATTR;
-	req.payload_case = ENVELOPE__PAYLOAD_SET_ATTR;
-	req.set_attr = &sa;
-	xasprintf(&what, "set %s = %s", path, val);
-	nmd_send(h, &req, what);
+	nmd_client_set_attr(h->nmd, path, val);
 	free(path);
 }
 
@@ -115,7 +76,7 @@ acquire_global(struct hbd *h, const Nmd__Config *cfg)
 	struct volume v;
 	Envelope req = ENVELOPE__INIT;
 	Nmd__RegionAcquire ra = NMD__REGION_ACQUIRE__INIT;
-	char dev[4096], err[512], *what;
+	char dev[4096], err[512];
 	unsigned missing = 0;
 	size_t i;
 
@@ -148,8 +109,7 @@ acquire_global(struct hbd *h, const Nmd__Config *cfg)
 		req.payload_case = ENVELOPE__PAYLOAD_REGION_ACQUIRE;
 		req.region_acquire = &ra;
 		log_info("global heartbeat region %s is on %s", uuid, dev);
-		xasprintf(&what, "acquire global region %s on %s", uuid, dev);
-		nmd_send(h, &req, what);
+		nmd_client_send(h->nmd, &req, "acquire global region %s on %s", uuid, dev);
 	}
 	return missing;
 }
@@ -159,7 +119,7 @@ global_retry(evutil_socket_t fd, short ev, void *arg)
 {
 	(void)fd;
 	(void)ev;
-	nmd_refetch(arg);
+	nmd_client_refetch(((struct hbd *)arg)->nmd);
 }
 
 /* nmd lost our pid (it restarted, or raced with a stop): say it again. */
@@ -209,9 +169,10 @@ reconcile_regions(struct hbd *h, const Nmd__Config *cfg)
 }
 
 static void
-apply_config(struct hbd *h, const Nmd__Config *cfg)
+apply_config(const Nmd__Config *cfg, void *arg)
 {
 	static struct event *retry;
+	struct hbd *h = arg;
 	enum cc_fence_method fm;
 	struct hb_region *r;
 	unsigned n;
@@ -264,113 +225,23 @@ apply_config(struct hbd *h, const Nmd__Config *cfg)
 	}
 }
 
+/* Pins and pids die with a lost connection: apply_config says them again. */
 static void
-config_reply(const Envelope *rep, void *arg)
+nmd_down(void *arg)
 {
 	struct hbd *h = arg;
 
-	h->nmd_fetching = 0;
-	if (rep == NULL)
-		return;
-	if (rep->status != 0 || rep->payload_case != ENVELOPE__PAYLOAD_CONFIG) {
-		log_warnx("nmd: get config: %s", rep->error);
-		return;
-	}
-	apply_config(h, rep->config);
-	if (h->nmd_refetch) {
-		h->nmd_refetch = 0;
-		nmd_refetch(h);
-	}
-}
-
-/* Every change may start or stop a region: fetch the whole config again. */
-void
-nmd_refetch(struct hbd *h)
-{
-	Envelope req = ENVELOPE__INIT;
-
-	if (h->nmd == NULL)
-		return;
-	if (h->nmd_fetching) {
-		h->nmd_refetch = 1;
-		return;
-	}
-	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
-	if (ipc_request(h->nmd, &req, config_reply, h) == 0)
-		h->nmd_fetching = 1;
-}
-
-static void
-nmd_event(struct ipc_conn *c, const Envelope *ev)
-{
-	(void)c;
-	if (ev->type == MSG_TYPE__MSG_NMD_CONFIG_CHANGED)
-		nmd_refetch(ipc_conn_arg(c));
-}
-
-static void
-nmd_closed(struct ipc_conn *c)
-{
-	struct hbd *h = ipc_conn_arg(c);
-	struct timeval tv = { NMD_RETRY_MS / 1000, (NMD_RETRY_MS % 1000) * 1000 };
-
-	log_warnx("lost nmd; heartbeating on as we are, reconnecting");
-	h->nmd = NULL;
-	h->nmd_fetching = 0;
+	log_warnx("without nmd, heartbeating on as we are");
 	memset(h->pinned, 0, sizeof(h->pinned));
-	evtimer_add(h->nmd_retry, &tv);
 }
 
-static void
-nmd_retry(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	nmd_connect(arg);
-}
-
-static void
-subscribed(const Envelope *rep, void *arg)
-{
-	(void)arg;
-	if (rep != NULL && rep->status != 0)
-		log_warnx("nmd: subscribe: %s", rep->error);
-}
-
-static void
-nmd_connect(struct hbd *h)
-{
-	static int logged;
-	Envelope req = ENVELOPE__INIT;
-	Subscribe sub = SUBSCRIBE__INIT;
-	struct timeval tv = { NMD_RETRY_MS / 1000, (NMD_RETRY_MS % 1000) * 1000 };
-	char *path;
-
-	xasprintf(&path, "%s/nmd.sock", h->rundir);
-	h->nmd = ipc_connect(h->base, path, nmd_event, nmd_closed, h);
-	if (h->nmd == NULL) {
-		if (!logged)
-			log_warn("nmd at %s; retrying every %d ms", path, NMD_RETRY_MS);
-		logged = 1;
-		evtimer_add(h->nmd_retry, &tv);
-		free(path);
-		return;
-	}
-	logged = 0;
-	log_info("connected to nmd at %s", path);
-	free(path);
-	/* Subscribe first: no change can slip between the fetch and the events. */
-	req.type = MSG_TYPE__MSG_SUBSCRIBE;
-	req.payload_case = ENVELOPE__PAYLOAD_SUBSCRIBE;
-	req.subscribe = &sub;
-	ipc_request(h->nmd, &req, subscribed, NULL);
-	nmd_refetch(h);
-}
+static const struct nmd_client_ops nmd_ops = {
+	.config = apply_config,
+	.down = nmd_down,
+};
 
 void
 nmd_link_start(struct hbd *h)
 {
-	if ((h->nmd_retry = evtimer_new(h->base, nmd_retry, h)) == NULL)
-		fatalx("out of memory");
-	nmd_connect(h);
+	h->nmd = nmd_client_start(h->base, h->rundir, NMD_RETRY_MS, &nmd_ops, h);
 }

@@ -1,38 +1,26 @@
 /*
  * The configuration, as nmd holds it: nodes, addresses, the cluster's
- * network timeouts. netd fetches it at start, follows nmd's change
- * events (nodes added and removed), and pins the node item of every
- * node it has a link to, so that nmd refuses to change timeouts or
+ * network timeouts. netd serves once nmd gave it a first one, applies
+ * each one after (nodes added and removed), and pins the node item of
+ * every node it has a link to, so that nmd refuses to change timeouts or
  * remove a node while a link depends on them, as the kernel does.
  */
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "ipc.h"
 #include "log.h"
 #include "netd.h"
+#include "nmdclient.h"
 #include "util.h"
 
 #define NMD_WAIT_MS	10000	/* nmd starts first; give it this long */
 #define NMD_RETRY_MS	1000
-
-static void	nmd_connect(struct netd *);
-
-static char *
-nmd_path(struct netd *nd)
-{
-	char *path;
-
-	xasprintf(&path, "%s/nmd.sock", nd->rundir);
-	return path;
-}
 
 static const Nmd__Node *
 cfg_node_by_name(const Nmd__Config *cfg, const char *name)
@@ -145,101 +133,42 @@ apply_config(struct netd *nd, const Nmd__Config *cfg, int initial, char *why,
 	return 0;
 }
 
-static int
-fetch_sync(struct netd *nd, char *why, size_t len)
-{
-	Envelope req = ENVELOPE__INIT, *rep = NULL;
-	char *path = nmd_path(nd);
-	uint64_t deadline = now_ms() + NMD_WAIT_MS;
-	int fd, rc;
-
-	while ((fd = ipc_sync_connect(path)) == -1) {
-		if (now_ms() >= deadline) {
-			snprintf(why, len, "nmd does not answer on %s: %s", path,
-			    strerror(errno));
-			free(path);
-			return -1;
-		}
-		usleep(100 * 1000);
-	}
-	free(path);
-	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
-	if (ipc_sync_call(fd, &req, &rep, NMD_WAIT_MS) == -1) {
-		snprintf(why, len, "nmd: %s", strerror(errno));
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	if (rep->status != 0 || rep->payload_case != ENVELOPE__PAYLOAD_CONFIG) {
-		snprintf(why, len, "nmd sent no configuration: %s", rep->error);
-		envelope__free_unpacked(rep, NULL);
-		return -1;
-	}
-	rc = apply_config(nd, rep->config, 1, why, len);
-	envelope__free_unpacked(rep, NULL);
-	return rc;
-}
-
 static void
-on_config(const Envelope *rep, void *arg)
+on_config(const Nmd__Config *cfg, void *arg)
 {
 	struct netd *nd = arg;
 	char why[256];
 
-	if (rep == NULL)
-		return;
-	if (rep->status != 0 || rep->payload_case != ENVELOPE__PAYLOAD_CONFIG) {
-		log_warnx("nmd: cannot fetch the configuration: %s", rep->error);
+	if (nd->configured) {
+		if (apply_config(nd, cfg, 0, why, sizeof(why)) == -1)
+			log_warnx("ignoring nmd's new configuration: %s", why);
 		return;
 	}
-	if (apply_config(nd, rep->config, 0, why, sizeof(why)) == -1)
-		log_warnx("ignoring nmd's new configuration: %s", why);
+	/* Without a node and a cluster to serve there is nothing to run. */
+	if (apply_config(nd, cfg, 1, why, sizeof(why)) == -1)
+		fatalx("%s", why);
+	nd->configured = 1;
+	event_free(nd->nmd_wait);
+	nd->nmd_wait = NULL;
+	nd->on_configured(nd);
 }
 
+/* Pins belong to the connection: a new one takes them again. */
 static void
-refetch(struct netd *nd)
+on_nmd_up(struct nmd_client *cl, void *arg)
 {
-	Envelope req = ENVELOPE__INIT;
+	struct netd *nd = arg;
+	unsigned i;
 
-	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
-	if (nd->nmd != NULL && ipc_request(nd->nmd, &req, on_config, nd) == -1)
-		log_warnx("nmd: cannot ask for the configuration");
+	for (i = 0; i < CC_MAX_NODES; i++)
+		if (nd->nodes[i] != NULL && nd->nodes[i]->pinned)
+			nmd_client_pin(cl, nd->nodes[i]->name, "link", 1);
 }
 
-static void
-on_nmd_event(struct ipc_conn *c, const Envelope *ev)
-{
-	(void)ev;
-	refetch(ipc_conn_arg(c));
-}
-
-static void
-on_pin(const Envelope *rep, void *arg)
-{
-	struct netd_node *n = arg;
-
-	/* rep NULL: nmd went away; the pin went with it and comes back
-	 * with the reconnection. */
-	if (rep != NULL && rep->status != 0)
-		log_warnx("nmd refused a link pin on node %s: %s", n->name,
-		    rep->error);
-}
-
-static void
-send_pin(struct netd *nd, struct netd_node *n, int pin)
-{
-	Envelope req = ENVELOPE__INIT;
-	Nmd__Pin p = NMD__PIN__INIT;
-
-	if (nd->nmd == NULL)
-		return;
-	p.node = n->name;
-	p.kind = "link";
-	req.type = pin ? MSG_TYPE__MSG_NMD_PIN : MSG_TYPE__MSG_NMD_UNPIN;
-	req.payload_case = ENVELOPE__PAYLOAD_PIN;
-	req.pin = &p;
-	ipc_request(nd->nmd, &req, on_pin, n);
-}
+static const struct nmd_client_ops nmd_ops = {
+	.config = on_config,
+	.up = on_nmd_up,
+};
 
 void
 config_pin(struct netd *nd, struct netd_node *n, int pin)
@@ -247,75 +176,28 @@ config_pin(struct netd *nd, struct netd_node *n, int pin)
 	if (n->pinned == pin)
 		return;
 	n->pinned = pin;
-	send_pin(nd, n, pin);
+	nmd_client_pin(nd->nmd, n->name, "link", pin);
 }
 
 static void
-nmd_retry(evutil_socket_t fd, short ev, void *arg)
+nmd_wait_over(evutil_socket_t fd, short ev, void *arg)
 {
 	(void)fd;
 	(void)ev;
-	nmd_connect(arg);
-}
-
-static void
-on_nmd_close(struct ipc_conn *c)
-{
-	struct netd *nd = ipc_conn_arg(c);
-	struct timeval tv = { NMD_RETRY_MS / 1000, 0 };
-
-	log_warnx("lost nmd; reconnecting");
-	nd->nmd = NULL;
-	evtimer_add(nd->nmd_retry, &tv);
-}
-
-static void
-on_subscribed(const Envelope *rep, void *arg)
-{
-	(void)rep;
 	(void)arg;
+	fatalx("no configuration from nmd in %u ms", NMD_WAIT_MS);
 }
 
-static void
-nmd_connect(struct netd *nd)
+void
+config_start(struct netd *nd, void (*configured)(struct netd *))
 {
-	Envelope req = ENVELOPE__INIT;
-	Subscribe sub = SUBSCRIBE__INIT;
-	struct timeval tv = { NMD_RETRY_MS / 1000, 0 };
-	char *path = nmd_path(nd);
-	unsigned i;
+	struct timeval tv = { NMD_WAIT_MS / 1000, (NMD_WAIT_MS % 1000) * 1000 };
 
-	nd->nmd = ipc_connect(nd->base, path, on_nmd_event, on_nmd_close, nd);
-	free(path);
-	if (nd->nmd == NULL) {
-		evtimer_add(nd->nmd_retry, &tv);
-		return;
-	}
-	req.type = MSG_TYPE__MSG_SUBSCRIBE;
-	req.payload_case = ENVELOPE__PAYLOAD_SUBSCRIBE;
-	req.subscribe = &sub;
-	ipc_request(nd->nmd, &req, on_subscribed, nd);
-	refetch(nd);
-	/* Pins belong to the connection: a new one must take them again. */
-	for (i = 0; i < CC_MAX_NODES; i++)
-		if (nd->nodes[i] != NULL && nd->nodes[i]->pinned)
-			send_pin(nd, nd->nodes[i], 1);
-}
-
-int
-config_start(struct netd *nd)
-{
-	char why[512];
-
-	if (fetch_sync(nd, why, sizeof(why)) == -1) {
-		log_warnx("%s", why);
-		return -1;
-	}
-	nd->nmd_retry = evtimer_new(nd->base, nmd_retry, nd);
-	if (nd->nmd_retry == NULL)
+	nd->on_configured = configured;
+	if ((nd->nmd_wait = evtimer_new(nd->base, nmd_wait_over, nd)) == NULL ||
+	    evtimer_add(nd->nmd_wait, &tv) == -1)
 		fatalx("out of memory for a timer");
-	nmd_connect(nd);
-	return 0;
+	nd->nmd = nmd_client_start(nd->base, nd->rundir, NMD_RETRY_MS, &nmd_ops, nd);
 }
 
 struct netd_node *
@@ -358,34 +240,4 @@ config_keyfile_from_tunables(const char *path)
 	}
 	fclose(f);
 	return found;
-}
-
-static void
-print_warning(const char *msg, void *arg)
-{
-	(void)arg;
-	fprintf(stderr, "warning: %s\n", msg);
-}
-
-/* -n: what netd would run with, from the files, without any daemon. */
-int
-config_check_file(struct netd *nd)
-{
-	struct cluster_conf *cc;
-	const struct cc_node *self;
-	char err[CC_ERR_MAX];
-
-	if ((cc = cc_load(nd->conf_path, nd->tunables_path, 0, NULL,
-	    nd->node_name != NULL ? nd->node_name : host_node_name(), &self, err,
-	    sizeof(err), print_warning, NULL)) == NULL) {
-		fprintf(stderr, "%s\n", err);
-		return -1;
-	}
-	printf("%s: configuration OK (cluster %s, %zu nodes, local node %s "
-	    "number %u; idle %u ms, keepalive %u ms, reconnect %u ms%s)\n",
-	    nd->conf_path, cc->name, cc->nnodes, self->name, self->num,
-	    cc->tun.idle_timeout_ms, cc->tun.keepalive_delay_ms,
-	    cc->tun.reconnect_delay_ms, nd->auth ? "; cluster key loaded" : "");
-	free(cc);
-	return 0;
 }

@@ -84,9 +84,10 @@ on_subscribed(const Envelope *rep, void *arg)
 }
 
 static void
-on_node_event(struct netd *nd, const Envelope *ev)
+on_node_event(struct ipc_conn *c, const Envelope *ev)
 {
 	const Hbd__NodeEvent *ne = ev->node_event;
+	struct netd *nd = ipc_conn_arg(c);
 
 	log_debug("hbd: node %u %s (%s)", ne->node,
 	    ne->kind == HBD__NODE_EVENT_KIND__NODE_UP ? "up" : "down", ne->reason);
@@ -94,8 +95,10 @@ on_node_event(struct netd *nd, const Envelope *ev)
 }
 
 static void
-on_fenced(struct netd *nd, const Envelope *ev)
+on_fenced(struct ipc_conn *c, const Envelope *ev)
 {
+	struct netd *nd = ipc_conn_arg(c);
+
 	log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
 	nd->hbd_fenced = 1;
 	if (nd->fenced)
@@ -106,8 +109,9 @@ on_fenced(struct netd *nd, const Envelope *ev)
 
 /* Delivered before hbd restarts its regions: NODE_UPs follow. */
 static void
-on_unfenced(struct netd *nd, const Envelope *ev)
+on_unfenced(struct ipc_conn *c, const Envelope *ev)
 {
+	struct netd *nd = ipc_conn_arg(c);
 	char how[600];
 
 	snprintf(how, sizeof(how), "was: %s", ev->unfenced_event->reason);
@@ -116,11 +120,7 @@ on_unfenced(struct netd *nd, const Envelope *ev)
 }
 
 /* The events we act on; hbd's others (regions) are not netd's business. */
-static const struct {
-	MsgType			 type;
-	Envelope__PayloadCase	 payload;
-	void			(*fn)(struct netd *, const Envelope *);
-} hb_events[] = {
+static const struct ipc_handler hb_events[] = {
 	{ MSG_TYPE__MSG_HBD_NODE_EVENT, ENVELOPE__PAYLOAD_NODE_EVENT, on_node_event },
 	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, on_fenced },
 	{ MSG_TYPE__MSG_HBD_UNFENCED, ENVELOPE__PAYLOAD_UNFENCED_EVENT, on_unfenced },
@@ -133,22 +133,8 @@ static const struct {
 static void
 on_event(struct ipc_conn *c, const Envelope *ev)
 {
-	struct netd *nd = ipc_conn_arg(c);
-	size_t i;
-
-	for (i = 0; i < nitems(hb_events); i++) {
-		if (hb_events[i].type != ev->type)
-			continue;
-		if (ev->payload_case != hb_events[i].payload) {
-			log_warnx("hbd sent event %d without its payload; "
-			    "reconnecting", ev->type);
-			ipc_conn_close(c);
-			return;
-		}
-		hb_events[i].fn(nd, ev);
-		break;
-	}
-	hb_ack(c, ev);
+	if (ipc_event_dispatch(c, ev, hb_events, nitems(hb_events), "hbd") != -1)
+		hb_ack(c, ev);
 }
 
 /*

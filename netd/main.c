@@ -1,38 +1,34 @@
 /* netd: wiring only. Configuration from nmd, membership from hbd. */
-#include <sys/time.h>
-
-#include <errno.h>
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
+#include "daemon.h"
 #include "ipc.h"
 #include "log.h"
 #include "netd.h"
 #include "notify.h"
 #include "util.h"
 
-static void
-usage(void)
+/* -n: what netd would run with, from the files, without any daemon. */
+static int
+check_config(const struct daemon_args *args, const struct netd *nd)
 {
-	fprintf(stderr,
-	    "usage: netd [-nv] [-c cluster.conf] [-t o2cb-defaults] [--node NAME]\n"
-	    "            [--rundir DIR] [--keyfile FILE]\n");
-	exit(2);
-}
+	struct cluster_conf *cc;
+	const struct cc_node *self;
 
-static void
-on_stop(evutil_socket_t sig, short ev, void *arg)
-{
-	(void)ev;
-	log_info("signal %d: stopping", (int)sig);
-	event_base_loopbreak(((struct netd *)arg)->base);
+	if ((cc = daemon_check_config(args, nd->node_name, &self)) == NULL)
+		return 1;
+	printf("%s: configuration OK (cluster %s, %zu nodes, local node %s "
+	    "number %u; idle %u ms, keepalive %u ms, reconnect %u ms%s)\n",
+	    args->conf_path, cc->name, cc->nnodes, self->name, self->num,
+	    cc->tun.idle_timeout_ms, cc->tun.keepalive_delay_ms,
+	    cc->tun.reconnect_delay_ms, nd->auth ? "; cluster key loaded" : "");
+	free(cc);
+	return 0;
 }
 
 /* The key: --keyfile, else O2CB_AUTHKEY, else the default path if present. */
@@ -58,70 +54,45 @@ load_key(struct netd *nd)
 	free(from_tun);
 }
 
+/* The rest of the wiring needs to know which node we are. */
+static void
+serve(struct netd *nd)
+{
+	fence_start(nd);
+	refusal_start(nd);
+	if (link_listen(nd) == -1)
+		fatalx("cannot listen for links");
+	api_start(nd);
+	hb_start(nd);
+	log_info("serving cluster %s as node %u on %s", nd->cluster, nd->self,
+	    nd->rundir);
+	notify_ready();
+}
+
 int
 main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "node", required_argument, NULL, 'N' },
-		{ "rundir", required_argument, NULL, 'R' },
-		{ "keyfile", required_argument, NULL, 'K' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct netd nd = { .listen_fd = -1 };
-	struct event *sigterm, *sigint;
-	int ch, check_only = 0, verbose = 0;
+	/* Static: what netd holds lasts as long as it runs, its exit included. */
+	static struct netd nd = { .listen_fd = -1 };
+	struct daemon_args args;
+	const struct daemon_opt keyfile = { "keyfile", "FILE", &nd.keyfile, NULL };
+	struct daemon *d;
 
-	nd.conf_path = "/etc/ocfs2/cluster.conf";
-	nd.tunables_path = "/etc/default/o2cb";
-	nd.rundir = rundir_default();
-	while ((ch = getopt_long(argc, argv, "c:t:nv", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c': nd.conf_path = optarg; break;
-		case 't': nd.tunables_path = optarg; break;
-		case 'n': check_only = 1; break;
-		case 'v': verbose++; break;
-		case 'N': nd.node_name = optarg; break;
-		case 'R': nd.rundir = optarg; break;
-		case 'K': nd.keyfile = optarg; break;
-		default: usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("netd", verbose);
+	daemon_args_parse("netd", argc, argv, &keyfile, 1, &args);
+	nd.tunables_path = args.tunables_path;
+	nd.node_name = args.node_name;
+	nd.rundir = args.rundir;
 	load_key(&nd);
-	if (check_only)
-		return config_check_file(&nd) == 0 ? 0 : 1;
+	if (args.check_only)
+		return check_config(&args, &nd);
 
-	signal(SIGPIPE, SIG_IGN);
-	/* Our configuration comes from nmd, which reloads on SIGHUP; a hangup
-	 * must not stop us. */
-	signal(SIGHUP, SIG_IGN);
 	if ((nd.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
-	if (config_start(&nd) == -1)
-		fatalx("cannot get the configuration from nmd");
-	fence_start(&nd);
-	refusal_start(&nd);
-	if (link_listen(&nd) == -1)
-		fatalx("cannot listen for links");
-	api_start(&nd);
-	hb_start(&nd);
+	d = daemon_start(nd.base, NULL, NULL, &nd);
+	config_start(&nd, serve);
+	daemon_run(d);
 
-	sigterm = evsignal_new(nd.base, SIGTERM, on_stop, &nd);
-	sigint = evsignal_new(nd.base, SIGINT, on_stop, &nd);
-	if (sigterm == NULL || sigint == NULL || evsignal_add(sigterm, NULL) == -1 ||
-	    evsignal_add(sigint, NULL) == -1)
-		fatalx("cannot install signal handlers");
-	notify_watchdog_start(nd.base);
-	log_info("serving cluster %s as node %u on %s", nd.cluster, nd.self,
-	    nd.rundir);
-	notify_ready();
-	event_base_dispatch(nd.base);
-
-	notify_stopping();
-	ipc_server_free(nd.ipc);
-	event_free(sigterm);
-	event_free(sigint);
+	if (nd.ipc != NULL)	/* stopped before nmd configured us */
+		ipc_server_free(nd.ipc);
 	return 0;
 }

@@ -19,6 +19,7 @@ struct event;
 struct stream;
 struct ipc_server;
 struct ipc_conn;
+struct nmd_client;
 
 #define NETD_PROTOCOL_VERSION	1
 #define NETD_MAX_PAYLOAD	8192u	/* client bytes per message; o2net: 4072 */
@@ -328,11 +329,9 @@ struct netd_node {
 struct netd {
 	struct event_base	*base;
 	const char		*rundir;
-	const char		*conf_path;
 	const char		*tunables_path;
 	const char		*node_name;
 	const char		*keyfile;
-	int			 keyfile_given;
 
 	/* From nmd. */
 	char			 cluster[CC_CLUSTER_NAME_MAX + 1];
@@ -368,8 +367,10 @@ struct netd {
 	uint64_t		 next_handle;
 
 	/* nmd and hbd clients (config.c, hb.c). */
-	struct ipc_conn		*nmd;
-	struct event		*nmd_retry;
+	struct nmd_client	*nmd;
+	struct event		*nmd_wait;	/* for the first configuration */
+	int			 configured;	/* it came: netd serves */
+	void			(*on_configured)(struct netd *);
 	struct ipc_conn		*hbd;
 	int			 hbd_connected;
 	int			 hbd_fenced;	/* hbd has our fence on record */
@@ -377,10 +378,10 @@ struct netd {
 
 
 /* config.c: the configuration from nmd, link pins. */
-int	config_start(struct netd *);	/* first fetch, blocking; -1: fatal */
+/* Follow nmd; configured() runs once, with the first configuration. */
+void	config_start(struct netd *, void (*configured)(struct netd *));
 void	config_pin(struct netd *, struct netd_node *, int pin);
 struct netd_node *config_node_by_addr(struct netd *, uint32_t addr);
-int	config_check_file(struct netd *);	/* -n */
 char	*config_keyfile_from_tunables(const char *path);
 
 /* hb.c: hbd's node up/down events (ROLE_NET). */

@@ -1,7 +1,4 @@
 /* nmd: parse the configuration, serve it, reload it on SIGHUP. */
-#include <errno.h>
-#include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +7,7 @@
 
 #include <event2/event.h>
 
+#include "daemon.h"
 #include "ipc.h"
 #include "log.h"
 #include "nmd.h"
@@ -17,35 +15,16 @@
 #include "util.h"
 
 static void
-usage(void)
-{
-	fprintf(stderr,
-	    "usage: nmd [-nv] [-c cluster.conf] [-t o2cb-defaults] [--node NAME]\n"
-	    "           [--rundir DIR]\n");
-	exit(2);
-}
-
-static void
-on_reload(evutil_socket_t sig, short ev, void *arg)
+on_reload(void *arg)
 {
 	char **ok, **bad, err[CC_ERR_MAX];
 	size_t nok, nbad;
 
-	(void)sig;
-	(void)ev;
 	log_info("SIGHUP: reloading %s", ((struct nmd *)arg)->conf_path);
 	if (nm_load(arg, 0, &ok, &nok, &bad, &nbad, err, sizeof(err)) == 0) {
 		nm_lines_free(ok, nok);
 		nm_lines_free(bad, nbad);
 	}
-}
-
-static void
-on_stop(evutil_socket_t sig, short ev, void *arg)
-{
-	(void)ev;
-	log_info("signal %d: stopping", (int)sig);
-	event_base_loopbreak(((struct nmd *)arg)->base);
 }
 
 /* Another nmd answering on our socket owns this runtime directory. */
@@ -64,41 +43,23 @@ refuse_second_instance(const char *rundir)
 int
 main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "node", required_argument, NULL, 'N' },
-		{ "rundir", required_argument, NULL, 'R' },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct daemon_args args;
 	struct nmd nm = { 0 };
-	struct event *sighup, *sigterm, *sigint;
+	struct daemon *d;
 	struct cluster_conf *cc;
 	const struct cc_node *self;
 	char err[CC_ERR_MAX], *mountpoint;
 	char **ok, **bad;
 	size_t nok, nbad;
-	int ch, check_only = 0, verbose = 0, restored;
+	int restored;
 
-	nm.conf_path = "/etc/ocfs2/cluster.conf";
-	nm.tunables_path = "/etc/default/o2cb";
-	nm.rundir = rundir_default();
-	while ((ch = getopt_long(argc, argv, "c:t:nv", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c': nm.conf_path = optarg; break;
-		case 't': nm.tunables_path = optarg; break;
-		case 'n': check_only = 1; break;
-		case 'v': verbose++; break;
-		case 'N': nm.node_name = optarg; break;
-		case 'R': nm.rundir = optarg; break;
-		default: usage();
-		}
-	}
-	if (optind != argc)
-		usage();
-	log_init("nmd", verbose);
-	if (nm.node_name == NULL)
-		nm.node_name = host_node_name();
+	daemon_args_parse("nmd", argc, argv, NULL, 0, &args);
+	nm.conf_path = args.conf_path;
+	nm.tunables_path = args.tunables_path;
+	nm.rundir = args.rundir;
+	nm.node_name = args.node_name != NULL ? args.node_name : host_node_name();
 
-	if (check_only) {
+	if (args.check_only) {
 		if ((cc = nm_parse_config(&nm, &self, err, sizeof(err))) == NULL) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
@@ -138,32 +99,20 @@ main(int argc, char *argv[])
 	if (nm_configfs_mount(&nm, mountpoint) == -1)
 		fatalx("cannot serve the configuration tree at %s", mountpoint);
 	nm_api_start(&nm);
-
-	sighup = evsignal_new(nm.base, SIGHUP, on_reload, &nm);
-	sigterm = evsignal_new(nm.base, SIGTERM, on_stop, &nm);
-	sigint = evsignal_new(nm.base, SIGINT, on_stop, &nm);
-	if (sighup == NULL || sigterm == NULL || sigint == NULL ||
-	    evsignal_add(sighup, NULL) == -1 || evsignal_add(sigterm, NULL) == -1 ||
-	    evsignal_add(sigint, NULL) == -1)
-		fatalx("cannot install signal handlers");
-	notify_watchdog_start(nm.base);
+	d = daemon_start(nm.base, NULL, on_reload, &nm);
 
 	log_info("serving cluster %s as node %s on %s",
 	    nm_cluster_item(&nm) != NULL ? nm_cluster_item(&nm)->name : "(none)",
 	    nm_local_node(&nm) != NULL ? nm_local_node(&nm)->name : "(none)", nm.rundir);
 	notify_ready();
-	event_base_dispatch(nm.base);
+	daemon_run(d);
 
-	notify_stopping();
 	/* The state file keeps what clients hold: a stop is not their release. */
 	nm_state_freeze(&nm);
 	ipc_server_free(nm.ipc);
 	nm_holds_free(&nm);
 	nm_configfs_unmount(&nm);
 	nm_tree_free(&nm);
-	event_free(sighup);
-	event_free(sigterm);
-	event_free(sigint);
 	free(mountpoint);
 	free(nm.state_path);
 	event_base_free(nm.base);

@@ -364,16 +364,12 @@ hb_status(struct o2ctl *ctl)
 	    ENVELOPE__PAYLOAD_HB_STATUS, print_status_json, print_status_text);
 }
 
-/* heartbeat [--json] | heartbeat start DEVICE | heartbeat stop DEVICE|UUID */
+/* heartbeat | heartbeat start DEVICE | heartbeat stop DEVICE|UUID */
 int
 cmd_heartbeat(struct o2ctl *ctl, int argc, char **argv)
 {
 	if (argc == 1)
 		return hb_status(ctl);
-	if (argc == 2 && strcmp(argv[1], "--json") == 0) {
-		ctl->json = 1;
-		return hb_status(ctl);
-	}
 	if (argc == 3 && strcmp(argv[1], "start") == 0)
 		return hb_start(ctl, argv[2]);
 	if (argc == 3 && strcmp(argv[1], "stop") == 0)

@@ -31,3 +31,31 @@ json_key(FILE *f, int *first, const char *key)
 	json_str(f, key);
 	fputc(':', f);
 }
+
+void
+json_field_str(FILE *f, int *first, const char *key, const char *v)
+{
+	json_key(f, first, key);
+	json_str(f, v);
+}
+
+void
+json_field_uint(FILE *f, int *first, const char *key, unsigned long long v)
+{
+	json_key(f, first, key);
+	fprintf(f, "%llu", v);
+}
+
+void
+json_field_int(FILE *f, int *first, const char *key, long long v)
+{
+	json_key(f, first, key);
+	fprintf(f, "%lld", v);
+}
+
+void
+json_field_bool(FILE *f, int *first, const char *key, int v)
+{
+	json_key(f, first, key);
+	fputs(v ? "true" : "false", f);
+}

@@ -117,54 +117,32 @@ static const char *const state_names[] = {
 };
 
 static void
-bool_json(FILE *f, int *first, const char *key, int v)
-{
-	json_key(f, first, key);
-	fputs(v ? "true" : "false", f);
-}
-
-static void
-uint_json(FILE *f, int *first, const char *key, unsigned long long v)
-{
-	json_key(f, first, key);
-	fprintf(f, "%llu", v);
-}
-
-static void
-str_json(FILE *f, int *first, const char *key, const char *v)
-{
-	json_key(f, first, key);
-	json_str(f, v);
-}
-
-static void
 status_json(FILE *f, int *first, const Fsd__FsdStatus *st)
 {
 	int f2 = 1;
 
-	str_json(f, first, "label", st->label);
-	str_json(f, first, "device", st->device);
-	str_json(f, first, "mountpoint", st->mountpoint);
-	bool_json(f, first, "cluster", st->cluster);
-	str_json(f, first, "cluster_name", st->cluster_name);
-	bool_json(f, first, "readonly", st->readonly);
-	uint_json(f, first, "node", st->node);
-	json_key(f, first, "slot");
-	fprintf(f, "%d", st->slot);
-	bool_json(f, first, "recovering", st->recovering);
-	uint_json(f, first, "recoveries", st->recoveries);
-	uint_json(f, first, "orphan_scans", st->orphan_scans);
-	uint_json(f, first, "orphans_deleted", st->orphans_deleted);
-	uint_json(f, first, "journal_commits", st->journal_commits);
-	uint_json(f, first, "attrs_from_lvb", st->attrs_from_lvb);
-	uint_json(f, first, "locks", st->locks);
+	json_field_str(f, first, "label", st->label);
+	json_field_str(f, first, "device", st->device);
+	json_field_str(f, first, "mountpoint", st->mountpoint);
+	json_field_bool(f, first, "cluster", st->cluster);
+	json_field_str(f, first, "cluster_name", st->cluster_name);
+	json_field_bool(f, first, "readonly", st->readonly);
+	json_field_uint(f, first, "node", st->node);
+	json_field_int(f, first, "slot", st->slot);
+	json_field_bool(f, first, "recovering", st->recovering);
+	json_field_uint(f, first, "recoveries", st->recoveries);
+	json_field_uint(f, first, "orphan_scans", st->orphan_scans);
+	json_field_uint(f, first, "orphans_deleted", st->orphans_deleted);
+	json_field_uint(f, first, "journal_commits", st->journal_commits);
+	json_field_uint(f, first, "attrs_from_lvb", st->attrs_from_lvb);
+	json_field_uint(f, first, "locks", st->locks);
 	json_key(f, first, "locks_by_level");
 	fputc('{', f);
-	uint_json(f, &f2, "ex", st->locks_ex);
-	uint_json(f, &f2, "pr", st->locks_pr);
-	uint_json(f, &f2, "nl", st->locks_nl);
+	json_field_uint(f, &f2, "ex", st->locks_ex);
+	json_field_uint(f, &f2, "pr", st->locks_pr);
+	json_field_uint(f, &f2, "nl", st->locks_nl);
 	fputc('}', f);
-	uint_json(f, first, "pid", st->pid);
+	json_field_uint(f, first, "pid", st->pid);
 }
 
 void
@@ -179,11 +157,11 @@ mounts_json(FILE *f, const struct mounts *ms)
 		m = &ms->v[i];
 		first = 1;
 		fprintf(f, "%s{", i ? "," : "");
-		str_json(f, &first, "uuid", m->uuid);
-		str_json(f, &first, "state", state_names[m->state]);
-		str_json(f, &first, "socket", m->path);
+		json_field_str(f, &first, "uuid", m->uuid);
+		json_field_str(f, &first, "state", state_names[m->state]);
+		json_field_str(f, &first, "socket", m->path);
 		if (m->error != NULL)
-			str_json(f, &first, "error", m->error);
+			json_field_str(f, &first, "error", m->error);
 		if (m->rep != NULL)
 			status_json(f, &first, m->rep->fsd_status);
 		fputc('}', f);
@@ -231,9 +209,8 @@ cmd_mounts(struct o2ctl *ctl, int argc, char **argv)
 {
 	struct mounts ms;
 
-	if (argc == 2 && strcmp(argv[1], "--json") == 0)
-		ctl->json = 1;
-	else if (argc != 1)
+	(void)argv;
+	if (argc != 1)
 		return EX_USAGE;
 	if (mounts_collect(ctl, &ms) == -1)
 		return EX_FAIL;

@@ -13,59 +13,81 @@
 #include "util.h"
 
 static void
+node_json(FILE *f, int *first, const Nmd__Node *n)
+{
+	json_field_str(f, first, "name", n->name);
+	json_field_uint(f, first, "num", n->num);
+	json_field_str(f, first, "ipv4_address", n->ipv4_address);
+	json_field_uint(f, first, "ipv4_port", n->ipv4_port);
+	json_field_bool(f, first, "local", n->local);
+	json_field_uint(f, first, "pins", n->pins);
+}
+
+void
+config_nodes_json(FILE *f, const Nmd__Config *c, config_node_more_fn *more,
+    const void *arg)
+{
+	size_t i;
+	int first;
+
+	fputc('[', f);
+	for (i = 0; i < c->n_nodes; i++) {
+		first = 1;
+		fprintf(f, "%s{", i ? "," : "");
+		node_json(f, &first, c->nodes[i]);
+		if (more != NULL)
+			more(f, &first, c->nodes[i], arg);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static void
+region_json(FILE *f, const Nmd__Region *r)
+{
+	int first = 1;
+
+	fputc('{', f);
+	json_field_str(f, &first, "name", r->name);
+	json_field_uint(f, &first, "block_bytes", r->block_bytes);
+	json_field_uint(f, &first, "start_block", r->start_block);
+	json_field_uint(f, &first, "blocks", r->blocks);
+	json_field_str(f, &first, "dev", r->dev);
+	json_field_int(f, &first, "pid", r->pid);
+	json_field_uint(f, &first, "refs", r->refs);
+	fputc('}', f);
+}
+
+static void
 print_config_json(const Envelope *rep)
 {
 	const Nmd__Config *c = rep->config;
-	int first = 1, f2;
+	int first = 1;
 	size_t i;
 
 	printf("{");
-	json_key(stdout, &first, "cluster"); json_str(stdout, c->cluster);
-	json_key(stdout, &first, "config_file"); json_str(stdout, c->config_file);
-	json_key(stdout, &first, "idle_timeout_ms"); printf("%u", c->idle_timeout_ms);
-	json_key(stdout, &first, "keepalive_delay_ms"); printf("%u", c->keepalive_delay_ms);
-	json_key(stdout, &first, "reconnect_delay_ms"); printf("%u", c->reconnect_delay_ms);
-	json_key(stdout, &first, "fence_method"); json_str(stdout, c->fence_method);
-	json_key(stdout, &first, "dead_threshold"); printf("%u", c->dead_threshold);
-	json_key(stdout, &first, "heartbeat_mode"); json_str(stdout, c->heartbeat_mode);
-	json_key(stdout, &first, "heartbeat_interval_ms"); printf("%u", c->heartbeat_interval_ms);
+	json_field_str(stdout, &first, "cluster", c->cluster);
+	json_field_str(stdout, &first, "config_file", c->config_file);
+	json_field_uint(stdout, &first, "idle_timeout_ms", c->idle_timeout_ms);
+	json_field_uint(stdout, &first, "keepalive_delay_ms", c->keepalive_delay_ms);
+	json_field_uint(stdout, &first, "reconnect_delay_ms", c->reconnect_delay_ms);
+	json_field_str(stdout, &first, "fence_method", c->fence_method);
+	json_field_uint(stdout, &first, "dead_threshold", c->dead_threshold);
+	json_field_str(stdout, &first, "heartbeat_mode", c->heartbeat_mode);
+	json_field_uint(stdout, &first, "heartbeat_interval_ms", c->heartbeat_interval_ms);
 	json_key(stdout, &first, "local_node");
 	if (c->local_node == CC_INVALID_NODE)
 		printf("null");
 	else
 		printf("%u", c->local_node);
-	json_key(stdout, &first, "last_reload_error"); json_str(stdout, c->last_reload_error);
+	json_field_str(stdout, &first, "last_reload_error", c->last_reload_error);
 	json_key(stdout, &first, "nodes");
-	printf("[");
-	for (i = 0; i < c->n_nodes; i++) {
-		const Nmd__Node *n = c->nodes[i];
-
-		f2 = 1;
-		printf("%s{", i ? "," : "");
-		json_key(stdout, &f2, "name"); json_str(stdout, n->name);
-		json_key(stdout, &f2, "num"); printf("%u", n->num);
-		json_key(stdout, &f2, "ipv4_address"); json_str(stdout, n->ipv4_address);
-		json_key(stdout, &f2, "ipv4_port"); printf("%u", n->ipv4_port);
-		json_key(stdout, &f2, "local"); printf("%s", n->local ? "true" : "false");
-		json_key(stdout, &f2, "pins"); printf("%u", n->pins);
-		printf("}");
-	}
-	printf("]");
+	config_nodes_json(stdout, c, NULL, NULL);
 	json_key(stdout, &first, "regions");
 	printf("[");
 	for (i = 0; i < c->n_regions; i++) {
-		const Nmd__Region *r = c->regions[i];
-
-		f2 = 1;
-		printf("%s{", i ? "," : "");
-		json_key(stdout, &f2, "name"); json_str(stdout, r->name);
-		json_key(stdout, &f2, "block_bytes"); printf("%u", r->block_bytes);
-		json_key(stdout, &f2, "start_block"); printf("%llu", (unsigned long long)r->start_block);
-		json_key(stdout, &f2, "blocks"); printf("%u", r->blocks);
-		json_key(stdout, &f2, "dev"); json_str(stdout, r->dev);
-		json_key(stdout, &f2, "pid"); printf("%d", r->pid);
-		json_key(stdout, &f2, "refs"); printf("%u", r->refs);
-		printf("}");
+		printf("%s", i ? "," : "");
+		region_json(stdout, c->regions[i]);
 	}
 	printf("]");
 	json_key(stdout, &first, "global_regions");

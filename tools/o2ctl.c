@@ -15,33 +15,34 @@
 #include "util.h"
 
 static const struct o2ctl_cmd commands[] = {
-	{ "status", "", "nodes configured, heartbeating and linked; lock domains; mounts (nmd, hbd, netd, dlmd, fsd)", cmd_status },
-	{ "mounts", "[--json]", "volumes mounted by fsd on this node: slot, recovery, journal, locks", cmd_mounts },
-	{ "config", "", "print the live configuration (nmd)", cmd_config },
-	{ "reload", "", "re-read cluster.conf; print what changed and what was refused", cmd_reload },
+	{ "status", "", "nodes configured, heartbeating and linked; lock domains; mounts (nmd, hbd, netd, dlmd, fsd)", cmd_status, 0 },
+	{ "mounts", "", "volumes mounted by fsd on this node: slot, recovery, journal, locks", cmd_mounts, 0 },
+	{ "config", "", "print the live configuration (nmd)", cmd_config, 0 },
+	{ "reload", "", "re-read cluster.conf; print what changed and what was refused", cmd_reload, 0 },
 	{ "check-config", "FILE [--node NAME] [-t O2CB_DEFAULTS]",
-	  "check a cluster.conf without a running daemon", cmd_check_config },
-	{ "set", "PATH VALUE", "write an attribute of the config tree, e.g. cluster/c/idle_timeout_ms", cmd_set },
-	{ "mkdir", "PATH", "make an item of the config tree, e.g. cluster/c/node/n9", cmd_mkdir },
-	{ "rmdir", "PATH", "remove an item of the config tree", cmd_rmdir },
-	{ "watch", "[COUNT]", "print configuration changes as they happen", cmd_watch },
-	{ "ping", "DAEMON", "check that a daemon answers (nmd, hbd, netd, dlmd)", cmd_ping },
-	{ "heartbeat", "[--json] | start DEVICE | stop DEVICE|UUID",
-	  "heartbeat status; start or stop a volume's region (ocfs2_hb_ctl -S/-K)", cmd_heartbeat },
-	{ "clear-fence", "", "let a fenced node heartbeat again (only once it is safe)", cmd_clear_fence },
+	  "check a cluster.conf without a running daemon", cmd_check_config, 0 },
+	{ "set", "PATH VALUE", "write an attribute of the config tree, e.g. cluster/c/idle_timeout_ms", cmd_set, 0 },
+	{ "mkdir", "PATH", "make an item of the config tree, e.g. cluster/c/node/n9", cmd_mkdir, 0 },
+	{ "rmdir", "PATH", "remove an item of the config tree", cmd_rmdir, 0 },
+	{ "watch", "[COUNT]", "print configuration changes as they happen", cmd_watch, 0 },
+	{ "ping", "DAEMON", "check that a daemon answers (nmd, hbd, netd, dlmd)", cmd_ping, 0 },
+	{ "heartbeat", "[start DEVICE | stop DEVICE|UUID]",
+	  "heartbeat status; start or stop a volume's region (ocfs2_hb_ctl -S/-K)", cmd_heartbeat, 0 },
+	{ "clear-fence", "", "let a fenced node heartbeat again (only once it is safe)", cmd_clear_fence, 0 },
 	{ "hbwatch", "[COUNT] [--role R] [--ack-delay MS]",
-	  "print hbd's node, region and fence events as they happen", cmd_hbwatch },
-	{ "writer", "WHAT CMD [ARGS]", "run CMD as a registered disk writer: fencing kills it", cmd_writer },
-	{ "net-status", "", "links to the other nodes, quorum (netd)", cmd_net_status },
+	  "print hbd's node, region and fence events as they happen", cmd_hbwatch, 0 },
+	{ "writer", "WHAT CMD [ARGS]", "run CMD as a registered disk writer: fencing kills it",
+	  cmd_writer, 2 },
+	{ "net-status", "", "links to the other nodes, quorum (netd)", cmd_net_status, 0 },
 	{ "net-echo", "[--type T] [--key K] [--max-len N] [--count N] [--no-reply] [--reply-size N]",
-	  "answer messages of (T, K) with their checksum and bytes; check order", cmd_net_echo },
+	  "answer messages of (T, K) with their checksum and bytes; check order", cmd_net_echo, 0 },
 	{ "net-send", "NODE|all [--type T] [--key K] [--size N|--sizes A-B] [--count N] "
 	  "[--window W] [--expect-errno E] [--no-echo-check]",
-	  "send messages to net-echo on NODE and check every answer", cmd_net_send },
-	{ "net-watch", "[COUNT]", "print netd's link and quorum events as they happen", cmd_net_watch },
-	{ "keygen", "FILE", "write a new cluster key for authenticated links (0600)", cmd_keygen },
-	{ "dlm", "", "lock domains, their members and recovery (dlmd)", cmd_dlm },
-	{ "locks", "DOMAIN", "a domain's lock resources: master, queues, LVB (dlmd)", cmd_locks },
+	  "send messages to net-echo on NODE and check every answer", cmd_net_send, 0 },
+	{ "net-watch", "[COUNT]", "print netd's link and quorum events as they happen", cmd_net_watch, 0 },
+	{ "keygen", "FILE", "write a new cluster key for authenticated links (0600)", cmd_keygen, 0 },
+	{ "dlm", "", "lock domains, their members and recovery (dlmd)", cmd_dlm, 0 },
+	{ "locks", "DOMAIN", "a domain's lock resources: master, queues, LVB (dlmd)", cmd_locks, 0 },
 };
 
 static void
@@ -49,7 +50,8 @@ usage(FILE *f)
 {
 	size_t i;
 
-	fprintf(f, "usage: o2ctl [--rundir DIR] [--json] [--timeout MS] COMMAND [ARGS]\n\n"
+	fprintf(f, "usage: o2ctl [--rundir DIR] [--json] [--timeout MS] COMMAND [ARGS]\n"
+	    "--json may also follow COMMAND.\n\n"
 	    "Commands:\n");
 	for (i = 0; i < nitems(commands); i++) {
 		/* Long argument lists push the help text to its own line. */
@@ -166,6 +168,27 @@ ctl_watch(struct o2ctl *ctl, const char *daemon, uint32_t topics,
 	return EX_OK;
 }
 
+/*
+ * --json may follow the command too, among its own arguments, as in
+ * `o2ctl status --json`: take it out of them. Returns the new argc.
+ */
+static int
+take_json(struct o2ctl *ctl, const struct o2ctl_cmd *cmd, int argc, char **argv)
+{
+	int i, n = 1;
+
+	for (i = 1; i < argc; i++) {
+		if ((cmd->program_args == 0 || i < cmd->program_args) &&
+		    strcmp(argv[i], "--json") == 0) {
+			ctl->json = 1;
+			continue;
+		}
+		argv[n++] = argv[i];
+	}
+	argv[n] = NULL;
+	return n;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -179,7 +202,7 @@ main(int argc, char *argv[])
 	struct o2ctl ctl = { .rundir = rundir_default(), .timeout_ms = 10000 };
 	unsigned long ms;
 	size_t i;
-	int ch, rc;
+	int ch, rc, cmd_argc;
 
 	log_init("o2ctl", 0);
 	/* Options stop at the command, whose own flags follow it. */
@@ -205,7 +228,8 @@ main(int argc, char *argv[])
 	for (i = 0; i < nitems(commands); i++) {
 		if (strcmp(commands[i].name, argv[optind]) != 0)
 			continue;
-		rc = commands[i].run(&ctl, argc - optind, argv + optind);
+		cmd_argc = take_json(&ctl, &commands[i], argc - optind, argv + optind);
+		rc = commands[i].run(&ctl, cmd_argc, argv + optind);
 		/* One place says how a command is called: its table entry. */
 		if (rc == EX_USAGE)
 			fprintf(stderr, "usage: o2ctl %s%s%s\n", commands[i].name,

@@ -23,6 +23,9 @@ struct o2ctl_cmd {
 	const char	*args;
 	const char	*help;
 	int		(*run)(struct o2ctl *, int argc, char **argv);
+	/* argv index from which the arguments are a program's that o2ctl
+	 * runs, and no --json of ours; 0: none are. */
+	int		 program_args;
 };
 
 /* Prints one reply of a daemon (its payload). */
@@ -42,6 +45,11 @@ int	ctl_watch(struct o2ctl *, const char *daemon, uint32_t topics,
 /* json.c: a minimal streaming writer. */
 void	json_str(FILE *, const char *);
 void	json_key(FILE *, int *first, const char *key);
+/* `"key":value`, comma first unless it is the first of its object. */
+void	json_field_str(FILE *, int *first, const char *key, const char *v);
+void	json_field_uint(FILE *, int *first, const char *key, unsigned long long v);
+void	json_field_int(FILE *, int *first, const char *key, long long v);
+void	json_field_bool(FILE *, int *first, const char *key, int v);
 
 /* status_cmd.c */
 int	cmd_status(struct o2ctl *, int, char **);
@@ -68,6 +76,14 @@ void	mounts_text(FILE *, const struct mounts *, int detail);
 int	cmd_mounts(struct o2ctl *, int, char **);
 
 /* nmd_cmds.c */
+/*
+ * The nodes as nmd holds them, a JSON array, for `config` and `status`;
+ * more (NULL: none) adds fields of its own to each.
+ */
+typedef void config_node_more_fn(FILE *, int *first, const Nmd__Node *,
+	    const void *arg);
+void	config_nodes_json(FILE *, const Nmd__Config *, config_node_more_fn *more,
+	    const void *arg);
 int	cmd_config(struct o2ctl *, int, char **);
 int	cmd_reload(struct o2ctl *, int, char **);
 int	cmd_check_config(struct o2ctl *, int, char **);

@@ -1,8 +1,8 @@
 /*
  * o2ctl status: one node's view of the cluster, from nmd (who is
  * configured), hbd (who heartbeats), netd (who is linked), dlmd
- * (which lock domains) and each fsd (which volumes are mounted). The JSON form is the fixed interface of
- * ARCHITECTURE.md §7.
+ * (which lock domains) and each fsd (which volumes are mounted). Scripts
+ * read its JSON form (o2ctl(8)): fields are added to it, never renamed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +66,16 @@ link_of(const struct view *v, const Nmd__Node *n)
 	return "down";
 }
 
+/* What this node sees of n, after nmd's fields. */
+static void
+node_view_json(FILE *f, int *first, const Nmd__Node *n, const void *arg)
+{
+	const struct view *v = arg;
+
+	json_field_str(f, first, "heartbeat", heartbeat_of(v, n->num));
+	json_field_str(f, first, "link", link_of(v, n));
+}
+
 static void
 print_json(const struct view *v)
 {
@@ -74,28 +84,14 @@ print_json(const struct view *v)
 	size_t i;
 
 	printf("{");
-	json_key(stdout, &first, "cluster"); json_str(stdout, c->cluster);
+	json_field_str(stdout, &first, "cluster", c->cluster);
 	json_key(stdout, &first, "daemons");
 	printf("{\"nmd\":true,\"hbd\":%s,\"netd\":%s,\"dlmd\":%s}",
 	    v->hb ? "true" : "false", v->net ? "true" : "false",
 	    v->dlm ? "true" : "false");
-	json_key(stdout, &first, "fenced");
-	printf("%s", v->hb != NULL && v->hb->hb_status->fenced ? "true" : "false");
+	json_field_bool(stdout, &first, "fenced", v->hb != NULL && v->hb->hb_status->fenced);
 	json_key(stdout, &first, "nodes");
-	printf("[");
-	for (i = 0; i < c->n_nodes; i++) {
-		const Nmd__Node *n = c->nodes[i];
-
-		f2 = 1;
-		printf("%s{", i ? "," : "");
-		json_key(stdout, &f2, "name"); json_str(stdout, n->name);
-		json_key(stdout, &f2, "num"); printf("%u", n->num);
-		json_key(stdout, &f2, "local"); printf("%s", n->local ? "true" : "false");
-		json_key(stdout, &f2, "heartbeat"); json_str(stdout, heartbeat_of(v, n->num));
-		json_key(stdout, &f2, "link"); json_str(stdout, link_of(v, n));
-		printf("}");
-	}
-	printf("]");
+	config_nodes_json(stdout, c, node_view_json, v);
 	json_key(stdout, &first, "regions");
 	printf("[");
 	for (i = 0; i < c->n_regions; i++) {
@@ -115,15 +111,14 @@ print_json(const struct view *v)
 
 			f2 = 1;
 			printf("%s{", i ? "," : "");
-			json_key(stdout, &f2, "name"); json_str(stdout, d->name);
+			json_field_str(stdout, &f2, "name", d->name);
 			json_key(stdout, &f2, "members");
 			printf("[");
 			for (k = 0; k < d->n_members; k++)
 				printf("%s%u", k ? "," : "", d->members[k]);
 			printf("]");
-			json_key(stdout, &f2, "directory"); printf("%u", d->directory);
-			json_key(stdout, &f2, "recovering");
-			printf("%s", d->recovering ? "true" : "false");
+			json_field_uint(stdout, &f2, "directory", d->directory);
+			json_field_bool(stdout, &f2, "recovering", d->recovering);
 			printf("}");
 		}
 		printf("]");

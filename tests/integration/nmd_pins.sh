@@ -5,7 +5,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/hbd_lib.inc"
 lc_setup
-export LOCALCLUSTER_PORT=7790
+export LOCALCLUSTER_PORT=${LOCALCLUSTER_PORT:-7790}
 
 check "3 nodes up" lc up 3 --hb-interval-ms $IVL --dead-threshold $THR
 for k in 1 2 3; do

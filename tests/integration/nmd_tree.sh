@@ -10,9 +10,11 @@ CONF=$DIR/cluster.conf
 TUN=$DIR/o2cb
 NMD_PID=
 WATCH_PID=
+NETD_PID=
 
 cleanup() {
 	[[ -n $WATCH_PID ]] && kill "$WATCH_PID" 2>/dev/null
+	[[ -n $NETD_PID ]] && kill "$NETD_PID" 2>/dev/null && wait "$NETD_PID" 2>/dev/null
 	[[ -n $NMD_PID ]] && kill "$NMD_PID" 2>/dev/null && wait "$NMD_PID" 2>/dev/null
 	umount -l "$RUN/config" 2>/dev/null
 	rm -rf "$DIR"
@@ -191,6 +193,30 @@ start_nmd
 check "nmd restarts over the stale mount" kill -0 "$NMD_PID"
 check_eq "tree back" "n1 n2 n5 n6" "$(ls "$C/node" | xargs)"
 check "clean stop unmounts" sh -c "kill $NMD_PID && wait_pid=$NMD_PID; while kill -0 \$wait_pid 2>/dev/null; do sleep 0.05; done; ! grep -q ' $RUN/config ' /proc/self/mountinfo"
+NMD_PID=
+
+echo "-- netd before nmd: it waits in its event loop"
+start_netd() {
+	"$BUILD/netd" -c "$CONF" -t "$TUN" --node n1 --rundir "$RUN" >>"$DIR/netd.log" 2>&1 &
+	NETD_PID=$!
+}
+stop_netd() {	# NETD_RC: 0 for a stop it handled, 143 if SIGTERM killed it
+	NETD_RC=0
+	kill -TERM "$NETD_PID"
+	wait "$NETD_PID" || NETD_RC=$?
+	NETD_PID=
+}
+start_netd
+check "netd waits for nmd" wait_for 5 grep -q "nmd.sock; retrying" "$DIR/netd.log"
+stop_netd
+check_eq "a stop while it waits is handled" 0 "$NETD_RC"
+check "... as its log says" grep -q "signal 15: stopping" "$DIR/netd.log"
+start_netd
+start_nmd
+check "netd serves once nmd is up" wait_for 10 "$O2CTL" --rundir "$RUN" ping netd
+stop_netd
+check_eq "netd stops" 0 "$NETD_RC"
+check "nmd stops" sh -c "kill $NMD_PID; while kill -0 $NMD_PID 2>/dev/null; do sleep 0.05; done"
 NMD_PID=
 
 finish

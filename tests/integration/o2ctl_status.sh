@@ -5,7 +5,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/hbd_lib.inc"
 lc_setup
-export LOCALCLUSTER_PORT=7791
+export LOCALCLUSTER_PORT=${LOCALCLUSTER_PORT:-7791}
 
 # view K NODE FIELD: what node K's status says of NODE's FIELD.
 view() {
@@ -27,6 +27,9 @@ for n in node2 node3; do
 	check "node1 has a link to $n" wait_for 15 view_is 1 $n link up
 done
 check_eq "status names node numbers" 3 "$(view 1 node3 num)"
+json_nodes() { lc exec 1 "$O2CTL" "$@" | jq -c "[.nodes[] | del(.heartbeat, .link)]"; }
+check_eq "--json after the command, as before it" "$(json_nodes --json status)" "$(json_nodes status --json)"
+check_eq "status shows each node as config does" "$(json_nodes --json config)" "$(json_nodes status --json)"
 check "the text form lists every node" sh -c "$(printf '%q ' "$LOCALCLUSTER" exec 2 "$O2CTL" status) | grep -Ec '^  [0-9]+ +node[123] ' | grep -qx 3"
 
 check "kill node3" lc kill 3
