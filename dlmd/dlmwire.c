@@ -31,19 +31,12 @@
 static struct wire_handler handlers[WIRE_MAX_TYPES];
 static size_t nhandlers;
 
+#define DLMWIRE_NAME(name, num)	{ WIRE_##name, #name },
 static const struct {
 	uint32_t	 type;
 	const char	*name;
-} type_names[] = {
-	{ WIRE_LOOKUP, "LOOKUP" }, { WIRE_DIR_SET, "DIR_SET" },
-	{ WIRE_DIR_DROP, "DIR_DROP" }, { WIRE_CREATE_LOCK, "CREATE_LOCK" },
-	{ WIRE_CONVERT_LOCK, "CONVERT_LOCK" }, { WIRE_PROXY_AST, "PROXY_AST" },
-	{ WIRE_UNLOCK_LOCK, "UNLOCK_LOCK" }, { WIRE_MIGRATE, "MIGRATE" },
-	{ WIRE_QUERY_JOIN, "QUERY_JOIN" }, { WIRE_ASSERT_JOINED, "ASSERT_JOINED" },
-	{ WIRE_CANCEL_JOIN, "CANCEL_JOIN" }, { WIRE_EXIT_DOMAIN, "EXIT_DOMAIN" },
-	{ WIRE_RECO_DATA, "RECO_DATA" }, { WIRE_BEGIN_RECO, "BEGIN_RECO" },
-	{ WIRE_FINALIZE_RECO, "FINALIZE_RECO" }, { WIRE_DIR_HANDOFF, "DIR_HANDOFF" },
-};
+} type_names[] = { DLMWIRE_TYPES(DLMWIRE_NAME) };
+#undef DLMWIRE_NAME
 
 const char *
 wire_type_name(uint32_t type)
@@ -65,8 +58,8 @@ wire_register_handlers(const struct wire_handler *h, size_t n)
 	nhandlers += n;
 }
 
-static const struct wire_handler *
-handler_find(uint32_t type)
+const struct wire_handler *
+wire_handler_find(uint32_t type)
 {
 	size_t i;
 
@@ -140,7 +133,7 @@ size_t
 wire_handle(struct dlm_domain *d, uint32_t type, unsigned from,
     const uint8_t *payload, size_t len, uint8_t **out, int *status)
 {
-	const struct wire_handler *h = handler_find(type);
+	const struct wire_handler *h = wire_handler_find(type);
 	Dlmwire__Msg *m, rep = DLMWIRE__MSG__INIT;
 	size_t n;
 
