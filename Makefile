@@ -48,7 +48,7 @@ CPPFLAGS_ALL = -std=gnu11 $(WARN) -Icommon -Io2dlm -I$(BUILD)/proto -D_GNU_SOURC
 	   $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS) -MMD -MP $(CPPFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS) $(LDFLAGS)
 
-DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c fsd/main.c)))
+DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c dlmfs/main.c fsd/main.c)))
 TOOLS	 = o2ctl o2lock
 
 PROTOS	 = $(wildcard proto/*.proto)
@@ -106,8 +106,8 @@ LIBO2DLM = $(BUILD)/libo2dlm.a
 $(LIBO2DLM): $(patsubst %.c,$(OBJ)/%.o,$(wildcard o2dlm/*.c))
 	@rm -f $@
 	ar rcs $@ $^
-# fsd is a dlmd client.
-$(BUILD)/fsd: $(LIBO2DLM)
+# fsd and dlmfs are dlmd clients.
+$(BUILD)/fsd $(BUILD)/dlmfs: $(LIBO2DLM)
 
 DAEMON_LIBS = $(DAEMONS:%=$(BUILD)/lib%.a) $(LIBO2DLM)
 TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))

@@ -1,4 +1,4 @@
-/* dlmd: the distributed lock manager; serve dlmd.sock and the dlm/ tree. */
+/* dlmd: the distributed lock manager; serve dlmd.sock. */
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -12,7 +12,6 @@
 
 #include "clusterconf.h"
 #include "dlmd.h"
-#include "dlmfs.h"
 #include "ipc.h"
 #include "log.h"
 #include "notify.h"
@@ -25,7 +24,7 @@ usage(void)
 {
 	fprintf(stderr,
 	    "usage: dlmd [-nv] [-c cluster.conf] [-t o2cb-defaults] [--node NAME]\n"
-	    "            [--rundir DIR] [--no-dlmfs]\n");
+	    "            [--rundir DIR]\n");
 	exit(2);
 }
 
@@ -110,8 +109,8 @@ main(int argc, char *argv[])
 	struct dlmd dd = { 0 };
 	struct event *sigterm, *sigint;
 	const char *conf = "/etc/ocfs2/cluster.conf", *tunables = "/etc/default/o2cb";
-	char *sock, *mnt;
-	int ch, check_only = 0, verbose = 0, dlmfs = 1, dlmfs_up = 0;
+	char *sock;
+	int ch, check_only = 0, verbose = 0;
 
 	dd.rundir = rundir_default();
 	while ((ch = getopt_long(argc, argv, "c:t:nv", longopts, NULL)) != -1) {
@@ -122,7 +121,8 @@ main(int argc, char *argv[])
 		case 'v': verbose++; break;
 		case 'N': dd.node_name = optarg; break;
 		case 'R': dd.rundir = optarg; break;
-		case 'F': dlmfs = 0; break;
+		/* Accepted as it always was: the tree is dlmfs's to mount. */
+		case 'F': break;
 		default: usage();
 		}
 	}
@@ -151,12 +151,6 @@ main(int argc, char *argv[])
 	netd_link_start(&dd);
 	hbd_link_start(&dd);
 	xasprintf(&sock, "%s/dlmd.sock", dd.rundir);
-	xasprintf(&mnt, "%s/dlm", dd.rundir);
-	if (dlmfs) {
-		if (mkdir_p(mnt, 0755) == -1)
-			fatal("mkdir %s", mnt);
-		dlmfs_up = dlmfs_start(sock, mnt) == 0;
-	}
 
 	sigterm = evsignal_new(dd.base, SIGTERM, on_stop, &dd);
 	sigint = evsignal_new(dd.base, SIGINT, on_stop, &dd);
@@ -168,12 +162,9 @@ main(int argc, char *argv[])
 	notify_ready();
 	event_base_dispatch(dd.base);
 
-	if (dlmfs_up)
-		dlmfs_stop();
 	ipc_server_free(dd.ipc);
 	event_free(sigterm);
 	event_free(sigint);
 	free(sock);
-	free(mnt);
 	return dd.exit_status;
 }
