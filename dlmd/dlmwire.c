@@ -245,7 +245,7 @@ wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
 /* ---------------------------------------------------------- receiving */
 
 static void
-on_message(struct ipc_conn *c, const Netd__NetMessage *nm)
+netd_link_message(struct ipc_conn *c, const Netd__NetMessage *nm)
 {
 	struct dlm_domain *d = domain_find_key(ipc_conn_arg(c), nm->key);
 	uint8_t *out;
@@ -263,11 +263,11 @@ on_message(struct ipc_conn *c, const Netd__NetMessage *nm)
 }
 
 static void
-netd_event(struct ipc_conn *c, const Envelope *ev)
+netd_link_event(struct ipc_conn *c, const Envelope *ev)
 {
 	if (ev->type == MSG_TYPE__MSG_NETD_MESSAGE &&
 	    ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE)
-		on_message(c, ev->net_message);
+		netd_link_message(c, ev->net_message);
 }
 
 /* ---------------------------------------------------------- handlers */
@@ -337,7 +337,7 @@ wire_domain_register(struct dlm_domain *d, int reg)
  * that the other nodes do not also see as lost messages.
  */
 static void
-netd_down(struct ipc_conn *c, void *arg)
+netd_link_down(struct ipc_conn *c, void *arg)
 {
 	struct dlmd *dd = arg;
 	struct dlm_domain *d;
@@ -381,7 +381,7 @@ on_status(const Envelope *rep, void *arg)
 }
 
 static void
-netd_up(struct ipc_conn *c, void *arg)
+netd_link_up(struct ipc_conn *c, void *arg)
 {
 	struct dlmd *dd = arg;
 	Envelope req = ENVELOPE__INIT;
@@ -395,8 +395,8 @@ netd_up(struct ipc_conn *c, void *arg)
 void
 netd_link_start(struct dlmd *dd)
 {
-	ipc_redial(dd->base, dd->rundir, "netd", NETD_RETRY_MS, netd_event, netd_up,
-	    netd_down, dd);
+	ipc_redial(dd->base, dd->rundir, "netd", NETD_RETRY_MS, netd_link_event, netd_link_up,
+	    netd_link_down, dd);
 }
 
 void

@@ -48,7 +48,7 @@ retry_cb(evutil_socket_t fd, short ev, void *arg)
 }
 
 static void
-retry_later(struct dlm_domain *d)
+domain_retry_later(struct dlm_domain *d)
 {
 	struct timeval tv = { 0, DLM_RETRY_MS * 1000 };
 
@@ -151,7 +151,7 @@ lookup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 		/* Directory dead, moving or recovering: later. */
 		note_unreachable(d, node, err, "the lookup", r);
 		TAILQ_INSERT_TAIL(&d->lookups, r, wait_entry);
-		retry_later(d);
+		domain_retry_later(d);
 		return;
 	}
 	r->lookup_sent = 0;
@@ -282,11 +282,11 @@ bounced(struct dlm_lock *lk, const struct op_ctx *oc, int err,
 
 	if (err == 0 && rep->status == WS_NOT_MASTER) {
 		res_forget_master(lk->res);
-		retry_later(d);
+		domain_retry_later(d);
 		return 1;
 	}
 	if (err == 0 && rep->status == WS_RETRY) {
-		retry_later(d);
+		domain_retry_later(d);
 		return 1;
 	}
 	if (err != 0) {
@@ -295,7 +295,7 @@ bounced(struct dlm_lock *lk, const struct op_ctx *oc, int err,
 		if (err == ENOPROTOOPT)
 			res_forget_master(lk->res);
 		note_unreachable(d, oc->node, err, op_name(oc->op, oc->cancel), lk->res);
-		retry_later(d);
+		domain_retry_later(d);
 		return 1;
 	}
 	return 0;
@@ -480,7 +480,7 @@ lock_drive(struct dlm_lock *lk)
 	}
 	if (r->master == d->dlmd->local_node) {
 		if (r->migrating) {
-			retry_later(d);
+			domain_retry_later(d);
 			return;
 		}
 		drive_local(lk);

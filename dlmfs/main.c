@@ -56,7 +56,7 @@ fuse_readable(evutil_socket_t fd, short ev, void *arg)
 
 /* A mount left by a killed dlmfs answers ENOTCONN: detach it. */
 static void
-clear_stale_mount(const char *mp)
+detach_stale_mount(const char *mp)
 {
 	struct stat st;
 
@@ -187,7 +187,7 @@ main(int argc, char *argv[])
 	    sigint == NULL || evsignal_add(sigterm, NULL) == -1 ||
 	    evsignal_add(sigint, NULL) == -1)
 		fatalx("cannot set up events");
-	clear_stale_mount(dfs->mountpoint);
+	detach_stale_mount(dfs->mountpoint);
 	if (mkdir_p(dfs->mountpoint, 0755) == -1)
 		fatal("mkdir %s", dfs->mountpoint);
 	if (tree_mount() == -1) {

@@ -24,7 +24,7 @@ dlmd_errno(int status)
 }
 
 static void
-on_event(struct ipc_conn *c, const Envelope *ev)
+session_event(struct ipc_conn *c, const Envelope *ev)
 {
 	(void)c;
 	if (ev->type == MSG_TYPE__MSG_DLMD_AST &&
@@ -37,7 +37,7 @@ on_event(struct ipc_conn *c, const Envelope *ev)
 }
 
 static void
-on_close(struct ipc_conn *c)
+session_lost(struct ipc_conn *c)
 {
 	struct timeval tv = { 0, RECONNECT_MS * 1000 };
 	struct dlmfs_dom *dom;
@@ -67,7 +67,7 @@ session_connect(void)
 	struct timeval tv = { 0, RECONNECT_MS * 1000 };
 	struct dlmfs_dom *dom;
 
-	dfs->conn = ipc_connect(dfs->base, dfs->sock_path, on_event, on_close,
+	dfs->conn = ipc_connect(dfs->base, dfs->sock_path, session_event, session_lost,
 	    NULL);
 	if (dfs->conn == NULL) {
 		if (!dfs->warned)
