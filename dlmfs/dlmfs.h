@@ -6,13 +6,13 @@
  * failing with ETXTBSY), whose contents are the 64-byte LVB and whose
  * poll() says another node wants it.
  *
- *   tree.c      the inodes: root, domains, lock files; parked requests
- *   levelcache.c one cluster lock per lock file, its level cached after
- *               close as userdlm caches it
- *   session.c   the connection to dlmd.sock: joins, leaves, ASTs, BASTs,
- *               reconnecting and rejoining when it is lost
- *   ops.c       the FUSE operations
- *   main.c      options, the mount, the event loop, signals
+ *   tree.c        the inodes: root, domains, lock files; parked requests
+ *   levelcache.c  one cluster lock per lock file, its level cached after
+ *                 close as userdlm caches it
+ *   session.c     the connection to dlmd.sock: joins, leaves, ASTs, BASTs,
+ *                 reconnecting and rejoining when it is lost
+ *   ops.c         the FUSE operations
+ *   main.c        options, the mount, the event loop, signals
  *
  * One event loop on one thread serves both FUSE and dlmd.sock. A FUSE
  * request that waits for the cluster (mkdir for the join, open for the
@@ -185,7 +185,6 @@ void	req_fail(struct dlmfs_req *, int err);
 void	req_answer_interrupted(evutil_socket_t, short, void *);
 
 /* levelcache.c */
-const char *level_name(int level);
 void	cache_open(fuse_req_t, struct dlmfs_lock *, struct fuse_file_info *, int create);
 void	cache_release(struct dlmfs_fh *);
 void	cache_process(struct dlmfs_lock *);
