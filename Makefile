@@ -2,6 +2,7 @@
 #   make              build everything into build/
 #   make SANITIZE=1   the same with ASan+UBSan, into build/san/
 #   make check        unit tests (plain and sanitized), then integration tests
+#   make test T=NAME  one test: tests/unit/NAME.c or tests/integration/NAME.sh
 #   make bench        benchmarks
 #   make soak         long fsx, crash, stress and fault-injection runs on fsd
 #                     (needs root and FUSE), then a million executions of each fuzz harness
@@ -48,7 +49,7 @@ CPPFLAGS_ALL = -std=gnu11 $(WARN) -Icommon -Io2dlm -I$(BUILD)/proto -D_GNU_SOURC
 	   $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS) -MMD -MP $(CPPFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS) $(LDFLAGS)
 
-DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c fsd/main.c)))
+DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c dlmfs/main.c fsd/main.c)))
 TOOLS	 = o2ctl o2lock
 
 PROTOS	 = $(wildcard proto/*.proto)
@@ -106,8 +107,8 @@ LIBO2DLM = $(BUILD)/libo2dlm.a
 $(LIBO2DLM): $(patsubst %.c,$(OBJ)/%.o,$(wildcard o2dlm/*.c))
 	@rm -f $@
 	ar rcs $@ $^
-# fsd is a dlmd client.
-$(BUILD)/fsd: $(LIBO2DLM)
+# fsd and dlmfs are dlmd clients.
+$(BUILD)/fsd $(BUILD)/dlmfs: $(LIBO2DLM)
 
 DAEMON_LIBS = $(DAEMONS:%=$(BUILD)/lib%.a) $(LIBO2DLM)
 TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))
@@ -178,6 +179,22 @@ check:
 	$(MAKE) -j$(JOBS) SANITIZE=1 all unit-bins
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=build/fuzz fuzz-bins
 	tests/run --build build --san-build build/san
+
+# One test, built first: a unit test (T=test_dlmd_grant, tests/unit/NAME.c)
+# or an integration script (T=dlmfs, tests/integration/NAME.sh) run on
+# $(BUILD)'s daemons; with SANITIZE=1, the sanitizer build's.
+test:
+ifeq ($(wildcard tests/unit/$(T).c),tests/unit/$(T).c)
+	$(MAKE) $(BUILD)/tests/$(T)
+	$(BUILD)/tests/$(T)
+else ifeq ($(wildcard tests/integration/$(T).sh),tests/integration/$(T).sh)
+	$(MAKE) -j$(JOBS) all
+	OCFS2_BUILD=$(abspath $(BUILD)) bash tests/integration/$(T).sh
+else
+	@echo "usage: make test T=NAME, NAME a unit test (tests/unit/NAME.c)" \
+	    "or an integration script (tests/integration/NAME.sh); '$(T)' is neither" >&2
+	@exit 2
+endif
 
 # The fuzz harnesses, FUZZ_SECONDS each (CI runs them briefly through
 # tests/integration/fuzz.sh, the soak a million times each).
@@ -285,7 +302,7 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: all check bench soak fuzz fuzz-bins install uninstall clean unit-bins units FORCE
+.PHONY: all check test bench soak fuzz fuzz-bins install uninstall clean unit-bins units FORCE
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

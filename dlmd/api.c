@@ -74,7 +74,7 @@ handle_leave(struct ipc_conn *c, const Envelope *req)
 }
 
 static void
-handle_lock(struct ipc_conn *c, const Envelope *req)
+handle_lock_request(struct ipc_conn *c, const Envelope *req)
 {
 	const Dlmd__LockRequest *rq = req->lock_request;
 	Envelope rep = ENVELOPE__INIT;
@@ -97,7 +97,7 @@ handle_lock(struct ipc_conn *c, const Envelope *req)
 }
 
 static void
-handle_unlock(struct ipc_conn *c, const Envelope *req)
+handle_unlock_request(struct ipc_conn *c, const Envelope *req)
 {
 	struct dlm_member *mb;
 	const char *why = NULL;
@@ -306,8 +306,8 @@ client_closed(struct ipc_conn *c)
 static const struct ipc_handler dlmd_handlers[] = {
 	{ MSG_TYPE__MSG_DLMD_JOIN, ENVELOPE__PAYLOAD_DOMAIN, handle_join },
 	{ MSG_TYPE__MSG_DLMD_LEAVE, ENVELOPE__PAYLOAD_DOMAIN, handle_leave },
-	{ MSG_TYPE__MSG_DLMD_LOCK, ENVELOPE__PAYLOAD_LOCK_REQUEST, handle_lock },
-	{ MSG_TYPE__MSG_DLMD_UNLOCK, ENVELOPE__PAYLOAD_UNLOCK_REQUEST, handle_unlock },
+	{ MSG_TYPE__MSG_DLMD_LOCK, ENVELOPE__PAYLOAD_LOCK_REQUEST, handle_lock_request },
+	{ MSG_TYPE__MSG_DLMD_UNLOCK, ENVELOPE__PAYLOAD_UNLOCK_REQUEST, handle_unlock_request },
 	{ MSG_TYPE__MSG_DLMD_STATUS, ENVELOPE__PAYLOAD__NOT_SET, handle_status },
 	{ MSG_TYPE__MSG_DLMD_DUMP, ENVELOPE__PAYLOAD_DOMAIN, handle_dump },
 };

@@ -28,7 +28,7 @@ schedule_flush(struct dlm_domain *d)
 }
 
 static void
-enqueue(struct dlm_lock *lk)
+ast_enqueue(struct dlm_lock *lk)
 {
 	struct dlm_domain *d = lk->res->dom;
 
@@ -44,7 +44,7 @@ hook_ast(struct dlm_lock *lk, int status)
 {
 	lk->ast_pending = 1;
 	lk->ast_status = status;
-	enqueue(lk);
+	ast_enqueue(lk);
 }
 
 static void
@@ -52,7 +52,7 @@ hook_bast(struct dlm_lock *lk, int blocked)
 {
 	lk->bast_pending = 1;
 	lk->bast_mode = blocked;
-	enqueue(lk);
+	ast_enqueue(lk);
 }
 
 void
@@ -157,7 +157,7 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 }
 
 static void
-deliver(struct dlm_domain *d, struct dlm_lock *lk)
+ast_deliver(struct dlm_domain *d, struct dlm_lock *lk)
 {
 	int local = lk->node == d->dlmd->local_node;
 
@@ -190,7 +190,7 @@ ast_queue_flush(struct dlm_domain *d)
 	while ((lk = TAILQ_FIRST(&d->asts)) != NULL) {
 		TAILQ_REMOVE(&d->asts, lk, ast_entry);
 		lk->in_asts = 0;
-		deliver(d, lk);
+		ast_deliver(d, lk);
 	}
 }
 

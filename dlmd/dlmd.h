@@ -49,27 +49,34 @@ enum dlm_mode { DLM_IV = -1, DLM_NL = 0, DLM_PR = 3, DLM_EX = 5 };
 #define DLM_FL_CANCEL		0x2000
 #define DLM_FL_CLIENT		(DLM_FL_VALBLK | DLM_FL_NOQUEUE | DLM_FL_CONVERT)
 
-/* Node-to-node messages: netd types (o2dlm's numbers where it has one). */
-enum wire_type {
-	WIRE_LOOKUP = 500,		/* directory: who masters name? (MASTER_REQUEST) */
-	WIRE_DIR_SET = 501,		/* directory: name is now mastered by master */
-	WIRE_DIR_DROP = 502,		/* directory: master purged name */
-	WIRE_CREATE_LOCK = 503,
-	WIRE_CONVERT_LOCK = 504,
-	WIRE_PROXY_AST = 505,
-	WIRE_UNLOCK_LOCK = 506,
-	WIRE_MIGRATE = 509,		/* MIG_LOCKRES: take over a resource */
-	WIRE_QUERY_JOIN = 510,
-	WIRE_ASSERT_JOINED = 511,
-	WIRE_CANCEL_JOIN = 512,
-	WIRE_EXIT_DOMAIN = 513,
-	WIRE_RECO_DATA = 515,		/* LOCK_REQUEST: send me your state */
-	WIRE_BEGIN_RECO = 517,
-	WIRE_FINALIZE_RECO = 518,
-	WIRE_DIR_HANDOFF = 523,		/* a leaving directory's entries */
-	WIRE_LVB_BACKUP = 524,		/* keep this copy of a value block */
-	WIRE_LVB_FORGET = 525,		/* the master purged it: drop your copy */
-};
+/*
+ * Node-to-node messages: netd types (o2dlm's numbers where it has one).
+ * One list makes both the enum and dlmwire.c's table of names, so that
+ * no type goes without a name in the logs.
+ */
+#define DLMWIRE_TYPES(X)						\
+	X(LOOKUP, 500)		/* directory: who masters name? (MASTER_REQUEST) */ \
+	X(DIR_SET, 501)		/* directory: name is now mastered by master */ \
+	X(DIR_DROP, 502)	/* directory: master purged name */	\
+	X(CREATE_LOCK, 503)						\
+	X(CONVERT_LOCK, 504)						\
+	X(PROXY_AST, 505)						\
+	X(UNLOCK_LOCK, 506)						\
+	X(MIGRATE, 509)		/* MIG_LOCKRES: take over a resource */	\
+	X(QUERY_JOIN, 510)						\
+	X(ASSERT_JOINED, 511)						\
+	X(CANCEL_JOIN, 512)						\
+	X(EXIT_DOMAIN, 513)						\
+	X(RECO_DATA, 515)	/* LOCK_REQUEST: send me your state */	\
+	X(BEGIN_RECO, 517)						\
+	X(FINALIZE_RECO, 518)						\
+	X(DIR_HANDOFF, 523)	/* a leaving directory's entries */	\
+	X(LVB_BACKUP, 524)	/* keep this copy of a value block */	\
+	X(LVB_FORGET, 525)	/* the master purged it: drop your copy */
+
+#define DLMWIRE_ENUM(name, num)	WIRE_##name = num,
+enum wire_type { DLMWIRE_TYPES(DLMWIRE_ENUM) };
+#undef DLMWIRE_ENUM
 
 /* Reply statuses between nodes (beside 0 = done). */
 enum wire_status {
@@ -376,7 +383,7 @@ void	reco_node_down(struct dlm_domain *, unsigned node);
 void	reco_begin_if_master(struct dlm_domain *);
 void	reco_handlers_init(void);
 
-/* wire.c: dlmd-to-dlmd messages through netd. */
+/* dlmwire.c: dlmd-to-dlmd messages through netd. */
 typedef void wire_reply_fn(struct dlm_domain *, int err, const Dlmwire__Msg *rep,
 	    void *arg);
 typedef void wire_handler_fn(struct dlm_domain *, unsigned from, const Dlmwire__Msg *m,
@@ -400,7 +407,10 @@ void	wire_domain_register(struct dlm_domain *, int reg);
 size_t	wire_handle(struct dlm_domain *d, uint32_t type, unsigned from,
 	    const uint8_t *payload, size_t len, uint8_t **out, int *status);
 void	netd_link_start(struct dlmd *);
+/* The name of a message type for the logs; "?" for one we do not know. */
 const char *wire_type_name(uint32_t type);
+/* Our handler of a message type, or NULL. */
+const struct wire_handler *wire_handler_find(uint32_t type);
 
 /* migrate.c: handing resources and the directory over when leaving. */
 void	migrate_all(struct dlm_domain *, unsigned *outstanding, wire_reply_fn *);

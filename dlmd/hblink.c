@@ -94,7 +94,7 @@ fenced(struct dlmd *dd)
 }
 
 static void
-on_subscribed(const Envelope *rep, void *arg)
+hblink_subscribed(const Envelope *rep, void *arg)
 {
 	struct dlmd *dd = arg;
 	uint8_t live[DLM_MAX_NODES] = { 0 };
@@ -145,7 +145,7 @@ on_subscribed(const Envelope *rep, void *arg)
 }
 
 static void
-on_event(struct ipc_conn *c, const Envelope *ev)
+hblink_event(struct ipc_conn *c, const Envelope *ev)
 {
 	struct dlmd *dd = ipc_conn_arg(c);
 	const Hbd__NodeEvent *ne;
@@ -208,7 +208,7 @@ hbd_guard_update(struct dlmd *dd)
 
 /* We keep the last membership and reconcile it when hbd is back. */
 static void
-hbd_down(struct ipc_conn *c, void *arg)
+hblink_down(struct ipc_conn *c, void *arg)
 {
 	struct dlmd *dd = arg;
 
@@ -218,17 +218,17 @@ hbd_down(struct ipc_conn *c, void *arg)
 }
 
 static void
-hbd_up(struct ipc_conn *c, void *arg)
+hblink_up(struct ipc_conn *c, void *arg)
 {
 	struct dlmd *dd = arg;
 
 	dd->hbd = c;
-	hb_subscribe(c, HBD__ROLE__ROLE_DLM, on_subscribed, dd);
+	hb_subscribe(c, HBD__ROLE__ROLE_DLM, hblink_subscribed, dd);
 }
 
 void
 hbd_link_start(struct dlmd *dd)
 {
-	ipc_redial(dd->base, dd->rundir, "hbd", HBD_RETRY_MS, on_event, hbd_up,
-	    hbd_down, dd);
+	ipc_redial(dd->base, dd->rundir, "hbd", HBD_RETRY_MS, hblink_event, hblink_up,
+	    hblink_down, dd);
 }

@@ -45,7 +45,7 @@ retry_cb(evutil_socket_t fd, short ev, void *arg)
 }
 
 static void
-retry_later(struct dlm_domain *d)
+domain_retry_later(struct dlm_domain *d)
 {
 	struct timeval tv = { 0, DLM_RETRY_MS * 1000 };
 
@@ -119,7 +119,7 @@ lookup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 	if (err != 0 || rep->status != WS_OK || rep->master >= DLM_MAX_NODES) {
 		/* Directory dead, moving or recovering: later. */
 		TAILQ_INSERT_TAIL(&d->lookups, r, wait_entry);
-		retry_later(d);
+		domain_retry_later(d);
 		return;
 	}
 	r->lookup_sent = 0;
@@ -239,11 +239,11 @@ bounced(struct dlm_lock *lk, int err, const Dlmwire__Msg *rep)
 
 	if (err == 0 && rep->status == WS_NOT_MASTER) {
 		res_forget_master(lk->res);
-		retry_later(d);
+		domain_retry_later(d);
 		return 1;
 	}
 	if (err == 0 && rep->status == WS_RETRY) {
-		retry_later(d);
+		domain_retry_later(d);
 		return 1;
 	}
 	if (err != 0) {
@@ -251,7 +251,7 @@ bounced(struct dlm_lock *lk, int err, const Dlmwire__Msg *rep)
 		 * recovery drives us again; otherwise look again. */
 		if (err == ENOPROTOOPT)
 			res_forget_master(lk->res);
-		retry_later(d);
+		domain_retry_later(d);
 		return 1;
 	}
 	return 0;
@@ -437,7 +437,7 @@ lock_drive(struct dlm_lock *lk)
 	}
 	if (r->master == d->dlmd->local_node) {
 		if (r->migrating) {
-			retry_later(d);
+			domain_retry_later(d);
 			return;
 		}
 		drive_local(lk);

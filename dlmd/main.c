@@ -1,4 +1,4 @@
-/* dlmd: the distributed lock manager; serve dlmd.sock and the dlm/ tree. */
+/* dlmd: the distributed lock manager; serve dlmd.sock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +10,6 @@
 #include "clusterconf.h"
 #include "daemon.h"
 #include "dlmd.h"
-#include "dlmfs.h"
 #include "ipc.h"
 #include "log.h"
 #include "notify.h"
@@ -67,8 +66,9 @@ main(int argc, char *argv[])
 	struct daemon_args args;
 	struct dlmd dd = { 0 };
 	struct daemon *d;
-	char *sock, *mnt;
-	int no_dlmfs = 0, dlmfs_up = 0;
+	char *sock;
+	int no_dlmfs = 0;
+	/* Accepted as it always was: the tree is dlmfs's to mount. */
 	const struct daemon_opt no_dlmfs_opt = { "no-dlmfs", NULL, NULL, &no_dlmfs };
 
 	daemon_args_parse("dlmd", argc, argv, &no_dlmfs_opt, 1, &args);
@@ -91,20 +91,11 @@ main(int argc, char *argv[])
 	netd_link_start(&dd);
 	hbd_link_start(&dd);
 	xasprintf(&sock, "%s/dlmd.sock", dd.rundir);
-	xasprintf(&mnt, "%s/dlm", dd.rundir);
-	if (!no_dlmfs) {
-		if (mkdir_p(mnt, 0755) == -1)
-			fatal("mkdir %s", mnt);
-		dlmfs_up = dlmfs_start(sock, mnt) == 0;
-	}
 	log_info("serving %s", sock);
 	notify_ready();
 	daemon_run(d);
 
-	if (dlmfs_up)
-		dlmfs_stop();
 	ipc_server_free(dd.ipc);
 	free(sock);
-	free(mnt);
 	return dd.exit_status;
 }

@@ -50,6 +50,7 @@
 #include "glue.h"
 
 _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
+_Static_assert(LKM_NL == DLMC_NL && LKM_PR == DLMC_PR && LKM_EX == DLMC_EX, "o2dlm's modes");
 
 #define LR_HASH		4096
 
@@ -110,17 +111,18 @@ state_mtx(struct fsd *fs)
 	return fs->glue != NULL ? &fs->glue->mtx : &local_mtx;
 }
 
-/* The highest level compatible with another node's request for `wanted`. */
+/* The highest level compatible with another node's request for `wanted`
+ * (o2dlm's rule, which dlmfs follows too). */
 static int
 compat_level(int wanted)
 {
-	return wanted == LKM_EX ? LKM_NL : wanted == LKM_PR ? LKM_PR : LKM_EX;
+	return dlmc_compat_level(wanted);
 }
 
 static int
 holders_conflict(const struct fsd_lockres *lr, int level)
 {
-	return level == LKM_EX ? lr->ro + lr->ex > 0 : lr->ex > 0;
+	return dlmc_holders_conflict(lr->ro, lr->ex, level);
 }
 
 /*

@@ -171,6 +171,17 @@ int	dlmc_wait_ast(struct dlmc *, uint64_t lockid, int timeout_ms,
 int	dlmc_lock_wait(struct dlmc *, const struct dlmc_lock_args *,
 	    int timeout_ms, uint64_t *lockid, struct dlmc_ast *ast);
 
+/*
+ * Caching a lock's level after its last local holder is gone, as the
+ * kernel's dlmglue (fsd) and userdlm (dlmfs) do: the rules both share.
+ * Another node's request for `blocked`, arriving as a BAST, is satisfied
+ * once this node is down to dlmc_compat_level(blocked); this node's
+ * holders are in the way while dlmc_holders_conflict() says so.
+ */
+int	dlmc_compat_level(int blocked);
+int	dlmc_holders_conflict(int ro_holders, int ex_holders, int blocked);
+const char *dlmc_level_name(int level);
+
 /* The libo2dlm API. */
 typedef long errcode_t;		/* as com_err's: the two headers may meet */
 

@@ -1,5 +1,5 @@
 /*
- * dlmd's node-to-node messages (dlmd/wire.c and the handlers of
+ * dlmd's node-to-node messages (dlmd/dlmwire.c and the handlers of
  * domain.c, lock.c, remote.c, migrate.c, recovery.c, lvb.c): each as
  * netd hands it over, a netd type and the sending node around a
  * dlmwire.Msg, in a domain the three nodes have joined (dlmd_state.h).

@@ -58,7 +58,7 @@ rm -rf "$DIR"
 echo "-- a failing step ends the demo, which still cleans up"
 # A build whose fsd exits at once: the cluster comes up, the first mount fails.
 mkdir -p "$FAKE"
-for f in nmd hbd netd dlmd o2ctl o2lock; do
+for f in nmd hbd netd dlmd dlmfs o2ctl o2lock; do
 	ln -s "$BUILD/$f" "$FAKE/$f"
 done
 printf '#!/bin/sh\necho "fsd: broken on purpose" >&2\nexit 1\n' >"$FAKE/fsd"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# dlmd's dlmfs tree on two nodes, driven from the shell as the kernel's
+# The dlmfs tree on two nodes, driven from the shell as the kernel's
 # ocfs2_dlmfs is: mkdir joins a domain, open(2) takes a lock (PR for
 # O_RDONLY, else EX; O_NONBLOCK a trylock failing with ETXTBSY), the
 # file's contents are the LVB, poll(2) shows another node's BAST,
-# unlink refuses a lock in use, and bad names are EINVAL.
+# unlink refuses a lock in use, and bad names are EINVAL. dlmfs is a
+# process of its own: the tree outlives a restart of dlmd, the locks held
+# through the old dlmd are lost (EIO), and the domains are joined again.
 source "$(dirname "$0")/../lib.sh"
 
 lc_setup
@@ -27,6 +29,7 @@ hold() {
 	wait_for 10 grep -q held "$OUT/$3"
 }
 unhold() { kill "$(cat "$OUT/$1.pid")"; }
+not() { ! "$@"; }
 # linked K N: node K sees node N heartbeating with its link up.
 linked() {
 	"$O2CTL" --rundir "$(lc rundir "$1")" --json status |
@@ -109,6 +112,38 @@ expect_error "node2: SIGINT ends a blocking open with EINTR" "Interrupted system
     on 2 'timeout -s INT 1 sh -c "exec 9>\$D/dom/lk"; exit 1'
 unhold hold1b
 check "node2 gets EX after the interrupt and node1's close" on 2 'timeout 10 sh -c "exec 9>\$D/dom/lk"'
+
+echo "-- dlmd restarts under the tree"
+# Holds dom/lkr EX, then once told (a file) reads it through the same open file.
+python3 -c '
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+print("held", flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+try:
+    os.pread(fd, 64, 0)
+    print("read", flush=True)
+except OSError as e:
+    print("read: " + os.strerror(e.errno), flush=True)
+time.sleep(60)' "$(dlm 1)/dom/lkr" "$OUT/go" >"$OUT/lost1" 2>&1 &
+lost1=$!
+BG+=($lost1)
+check "node1 holds lkr EX" wait_for 10 grep -q held "$OUT/lost1"
+check_eq "node2: EX trylock of lkr is ETXTBSY" "ETXTBSY" "$(try 2 EX dom/lkr)"
+dlmd1=$(cat "$LOCALCLUSTER_DIR/node1/pids/dlmd.pid")
+kill -TERM "$dlmd1"
+check "node1: dlmd stops" wait_for 15 not kill -0 "$dlmd1"
+check "node1: the tree stays mounted" grep -q "^ocfs2_dlmfs $(dlm 1) " /proc/mounts
+touch "$OUT/go"
+check "node1: the open file of the lost lock reads EIO" wait_for 5 grep -q "read: Input/output error" "$OUT/lost1"
+check_eq "node2: lkr is free once node1's dlmd left" "ok" "$(try 2 EX dom/lkr)"
+check "node1: dlmd starts again" lc start 1
+# ENOTCONN until dlmfs has reconnected (every 500 ms); then it waits for the rejoin.
+check "node1: an open after the restart gets EX once dlmfs has rejoined" \
+    wait_for 20 on 1 'timeout 10 sh -c "exec 9>\$D/dom/lkr"'
+kill "$lost1"
+check "node1: lkr unlinked once its old open file is closed too" wait_for 5 on 1 'rm $D/dom/lkr'
 
 echo "-- unlink and rmdir"
 check "node2: unlink of an unused lock" wait_for 5 on 2 'rm $D/dom/lk'

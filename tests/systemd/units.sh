@@ -49,7 +49,7 @@ prop() {
 
 # The daemons under test: those built, with a unit.
 DAEMONS=()
-for d in nmd hbd netd dlmd; do
+for d in nmd hbd netd dlmd dlmfs; do
 	if [[ -x $BUILD/$d && -e $TOP/systemd/ocfs2-$d.service.in ]]; then
 		DAEMONS+=("$d")
 	fi
@@ -139,6 +139,12 @@ for ((k = 1; k <= NODES; k++)); do
 	# No waiting here: the start job ends only once every daemon said READY=1.
 	check "node$k: every unit active as start returns (${ms} ms)" all_active "$k"
 	for d in "${DAEMONS[@]}"; do
+		if [[ $d == dlmfs ]]; then
+			# No socket: its tree is its answer.
+			check "node$k: dlmfs has mounted /run/ocfs2/dlm as start returns" \
+				on "$k" findmnt -rn -t fuse.ocfs2_dlmfs /run/ocfs2/dlm
+			continue
+		fi
 		check "node$k: $d answers as start returns" on "$k" o2ctl ping "$d"
 	done
 	check_eq "node$k: nmd's tree lists the nodes" "node1 node2 node3 " "$(tree_nodes "$k")"
@@ -164,7 +170,7 @@ capability_mask() {
 	done
 	printf '%016x' "$m"
 }
-declare -A CAPS=([nmd]="CAP_SYS_ADMIN" [hbd]="CAP_SYS_BOOT CAP_KILL" [netd]="" [dlmd]="CAP_SYS_ADMIN")
+declare -A CAPS=([nmd]="CAP_SYS_ADMIN" [hbd]="CAP_SYS_BOOT CAP_KILL" [netd]="" [dlmd]="" [dlmfs]="CAP_SYS_ADMIN")
 for d in "${DAEMONS[@]}"; do
 	pid=$(prop 1 MainPID "ocfs2-$d")
 	# shellcheck disable=SC2086,SC2016 # CAPS holds a list; an awk program

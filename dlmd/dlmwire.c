@@ -41,19 +41,12 @@
 static struct wire_handler handlers[WIRE_MAX_TYPES];
 static size_t nhandlers;
 
+#define DLMWIRE_NAME(name, num)	{ WIRE_##name, #name },
 static const struct {
 	uint32_t	 type;
 	const char	*name;
-} type_names[] = {
-	{ WIRE_LOOKUP, "LOOKUP" }, { WIRE_DIR_SET, "DIR_SET" },
-	{ WIRE_DIR_DROP, "DIR_DROP" }, { WIRE_CREATE_LOCK, "CREATE_LOCK" },
-	{ WIRE_CONVERT_LOCK, "CONVERT_LOCK" }, { WIRE_PROXY_AST, "PROXY_AST" },
-	{ WIRE_UNLOCK_LOCK, "UNLOCK_LOCK" }, { WIRE_MIGRATE, "MIGRATE" },
-	{ WIRE_QUERY_JOIN, "QUERY_JOIN" }, { WIRE_ASSERT_JOINED, "ASSERT_JOINED" },
-	{ WIRE_CANCEL_JOIN, "CANCEL_JOIN" }, { WIRE_EXIT_DOMAIN, "EXIT_DOMAIN" },
-	{ WIRE_RECO_DATA, "RECO_DATA" }, { WIRE_BEGIN_RECO, "BEGIN_RECO" },
-	{ WIRE_FINALIZE_RECO, "FINALIZE_RECO" }, { WIRE_DIR_HANDOFF, "DIR_HANDOFF" },
-};
+} type_names[] = { DLMWIRE_TYPES(DLMWIRE_NAME) };
+#undef DLMWIRE_NAME
 
 const char *
 wire_type_name(uint32_t type)
@@ -75,8 +68,8 @@ wire_register_handlers(const struct wire_handler *h, size_t n)
 	nhandlers += n;
 }
 
-static const struct wire_handler *
-handler_find(uint32_t type)
+const struct wire_handler *
+wire_handler_find(uint32_t type)
 {
 	size_t i;
 
@@ -207,7 +200,7 @@ size_t
 wire_handle(struct dlm_domain *d, uint32_t type, unsigned from,
     const uint8_t *payload, size_t len, uint8_t **out, int *status)
 {
-	const struct wire_handler *h = handler_find(type);
+	const struct wire_handler *h = wire_handler_find(type);
 	Dlmwire__Msg *m, rep = DLMWIRE__MSG__INIT;
 	size_t n;
 
@@ -321,7 +314,7 @@ wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
 /* ---------------------------------------------------------- receiving */
 
 static void
-on_message(struct ipc_conn *c, const Netd__NetMessage *nm)
+netd_link_message(struct ipc_conn *c, const Netd__NetMessage *nm)
 {
 	struct dlm_domain *d = domain_find_key(ipc_conn_arg(c), nm->key);
 	uint8_t *out;
@@ -339,11 +332,11 @@ on_message(struct ipc_conn *c, const Netd__NetMessage *nm)
 }
 
 static void
-netd_event(struct ipc_conn *c, const Envelope *ev)
+netd_link_event(struct ipc_conn *c, const Envelope *ev)
 {
 	if (ev->type == MSG_TYPE__MSG_NETD_MESSAGE &&
 	    ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE)
-		on_message(c, ev->net_message);
+		netd_link_message(c, ev->net_message);
 }
 
 /* ---------------------------------------------------------- handlers */
@@ -413,7 +406,7 @@ wire_domain_register(struct dlm_domain *d, int reg)
  * that the other nodes do not also see as lost messages.
  */
 static void
-netd_down(struct ipc_conn *c, void *arg)
+netd_link_down(struct ipc_conn *c, void *arg)
 {
 	struct dlmd *dd = arg;
 	struct dlm_domain *d;
@@ -457,7 +450,7 @@ on_status(const Envelope *rep, void *arg)
 }
 
 static void
-netd_up(struct ipc_conn *c, void *arg)
+netd_link_up(struct ipc_conn *c, void *arg)
 {
 	struct dlmd *dd = arg;
 	Envelope req = ENVELOPE__INIT;
@@ -471,8 +464,8 @@ netd_up(struct ipc_conn *c, void *arg)
 void
 netd_link_start(struct dlmd *dd)
 {
-	ipc_redial(dd->base, dd->rundir, "netd", NETD_RETRY_MS, netd_event, netd_up,
-	    netd_down, dd);
+	ipc_redial(dd->base, dd->rundir, "netd", NETD_RETRY_MS, netd_link_event, netd_link_up,
+	    netd_link_down, dd);
 }
 
 void
