@@ -12,6 +12,10 @@
 
 #include "ipc.h"
 
+/* The most payload netd carries in one message or reply, either way
+ * (o2net's is 4072): a client splits what may be larger. */
+#define NETD_MAX_PAYLOAD	8192u
+
 /* On an event-loop connection to netd; 0, or -1 if c is closed. */
 int	netd_answer(struct ipc_conn *c, uint64_t handle, int32_t status,
 	    const uint8_t *payload, size_t len);

@@ -195,6 +195,7 @@ struct dlm_res {
 	uint8_t			 name[DLM_NAME_MAX];
 	size_t			 namelen;
 	uint8_t			 master;	/* DLM_NODE_NONE: unknown */
+	uint64_t		 serial;	/* order of creation in its domain */
 	int			 lookup_sent;
 	int			 migrating;	/* handing over: requests RETRY */
 	int			 recovering;	/* master died: frozen */
@@ -250,6 +251,7 @@ struct dlm_domain {
 	LIST_HEAD(, dlm_lock)	 lock_hash[DLM_HASH_BUCKETS];
 	LIST_HEAD(, dlm_dirent)	 dir_hash[DLM_HASH_BUCKETS];
 	uint64_t		 nres, ndirents;
+	uint64_t		 res_serial;	/* the last dlm_res.serial given */
 	TAILQ_HEAD(, dlm_lock)	 asts;		/* deliveries pending */
 	struct event		*ast_ev;
 	TAILQ_HEAD(, dlm_res)	 lookups;	/* waiting for a master */
@@ -416,6 +418,7 @@ const struct wire_handler *wire_handler_find(uint32_t type);
 void	migrate_all(struct dlm_domain *, unsigned *outstanding, wire_reply_fn *);
 int	dir_handoff(struct dlm_domain *, unsigned *outstanding, wire_reply_fn *);
 void	migrate_handlers_init(void);
+void	wire_free_resource(Dlmwire__Resource *);
 void	wire_free_resources(Dlmwire__Resource **, size_t);
 Dlmwire__Lock *wire_lock(const struct dlm_lock *, int mode);
 

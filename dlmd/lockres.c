@@ -56,6 +56,8 @@ res_get(struct dlm_domain *d, const uint8_t *name, size_t len)
 	memcpy(r->name, name, len);
 	r->namelen = len;
 	r->master = DLM_NODE_NONE;
+	/* A bucket lists its resources newest first (recovery.c's cursor). */
+	r->serial = ++d->res_serial;
 	/* all zeroes, as nobody has written it yet, unless a dead node did */
 	r->lvb_valid = !d->lost_member;
 	for (q = 0; q < 3; q++)

@@ -44,17 +44,22 @@ free_locks(Dlmwire__Lock **l, size_t n)
 }
 
 void
+wire_free_resource(Dlmwire__Resource *e)
+{
+	free_locks(e->locks, e->n_locks);
+	free_locks(e->converting, e->n_converting);
+	free_locks(e->blocked, e->n_blocked);
+	free(e->convert_from);
+	free(e);
+}
+
+void
 wire_free_resources(Dlmwire__Resource **rs, size_t n)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		free_locks(rs[i]->locks, rs[i]->n_locks);
-		free_locks(rs[i]->converting, rs[i]->n_converting);
-		free_locks(rs[i]->blocked, rs[i]->n_blocked);
-		free(rs[i]->convert_from);
-		free(rs[i]);
-	}
+	for (i = 0; i < n; i++)
+		wire_free_resource(rs[i]);
 	free(rs);
 }
 

@@ -27,10 +27,21 @@
 
 #include "dlmd.h"
 #include "log.h"
+#include "netdanswer.h"
 #include "util.h"
 
 #define RECO_RETRY_MS	100
-#define RECO_CHUNK	96	/* resources per RECO_DATA reply */
+/* A RECO_DATA reply's resources, at most: netd's limit less room for
+ * the message's own fields. */
+#define RECO_REPLY_BUDGET	(NETD_MAX_PAYLOAD - 256)
+/* A RECO_DATA cursor: the bucket to go on with and, within it, the
+ * serial of the first resource not sent yet (0: the whole bucket).
+ * Buckets list their resources newest first, so what a node creates
+ * meanwhile never shifts what is left to send. */
+#define CURSOR_SERIAL_BITS	48
+#define CURSOR(b, serial)	(((uint64_t)(b) << CURSOR_SERIAL_BITS) | (serial))
+#define CURSOR_BUCKET(c)	((c) >> CURSOR_SERIAL_BITS)
+#define CURSOR_SERIAL(c)	((c) & ((1ull << CURSOR_SERIAL_BITS) - 1))
 
 struct reco_state {
 	uint64_t	 epoch;
@@ -513,36 +524,54 @@ report(struct dlm_res *r, int with_locks)
 	return e;
 }
 
+/* Whether recovery must hear of r from us. */
+static int
+reco_reports(struct dlm_domain *d, const struct dlm_res *r)
+{
+	/* Ours, but the directory is forgetting it: the rebuilt one must
+	 * not know it either. */
+	if (r->master == d->dlmd->local_node)
+		return r->migrating != 1;
+	return r->master != DLM_NODE_NONE && !domain_is_member(d, r->master) &&
+	    (!TAILQ_EMPTY(&r->local) || r->has_bk);
+}
+
 static void
 h_reco_data(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
     Dlmwire__Msg *rep)
 {
+	Dlmwire__Resource *e;
 	struct dlm_res *r;
-	size_t b;
+	uint64_t b, resume = CURSOR_SERIAL(m->cursor);
+	size_t used = 0, len;
 
 	if (!d->recovering || m->epoch != d->reco_epoch || from != d->reco_master) {
 		rep->status = WS_RETRY;
 		return;
 	}
 	rep->resources = xcalloc(1, sizeof(*rep->resources));
-	for (b = m->cursor; b < DLM_HASH_BUCKETS && rep->n_resources < RECO_CHUNK; b++)
+	for (b = CURSOR_BUCKET(m->cursor); b < DLM_HASH_BUCKETS; b++, resume = 0)
 		LIST_FOREACH(r, &d->res_hash[b], hash_entry) {
-			/* Ours, but the directory is forgetting it: the
-			 * rebuilt one must not know it either. */
-			if (r->master == d->dlmd->local_node) {
-				if (r->migrating == 1)
-					continue;
-			} else if (r->master == DLM_NODE_NONE ||
-			    domain_is_member(d, r->master) ||
-			    (TAILQ_EMPTY(&r->local) && !r->has_bk))
+			if ((resume != 0 && r->serial > resume) || !reco_reports(d, r))
 				continue;
+			e = report(r, r->master != d->dlmd->local_node);
+			/* its field tag and length too */
+			len = dlmwire__resource__get_packed_size(e) + 4;
+			if (used + len > RECO_REPLY_BUDGET && rep->n_resources > 0) {
+				wire_free_resource(e);
+				rep->cursor = CURSOR(b, r->serial);
+				rep->status = WS_OK;
+				return;
+			}
+			if (len > RECO_REPLY_BUDGET)
+				log_warnx("domain %s: %zu bytes of recovery data on one "
+				    "resource, more than netd carries", d->logname, len);
+			used += len;
 			rep->resources = xrealloc(rep->resources,
 			    (rep->n_resources + 1) * sizeof(*rep->resources));
-			rep->resources[rep->n_resources++] =
-			    report(r, r->master != d->dlmd->local_node);
+			rep->resources[rep->n_resources++] = e;
 		}
-	rep->cursor = b;
-	rep->done = b >= DLM_HASH_BUCKETS;
+	rep->done = 1;
 	rep->status = WS_OK;
 }
 

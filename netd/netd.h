@@ -13,6 +13,7 @@
 
 #include "clusterconf.h"
 #include "envelope.pb-c.h"
+#include "netdanswer.h"
 
 struct event_base;
 struct event;
@@ -22,7 +23,6 @@ struct ipc_conn;
 struct nmd_client;
 
 #define NETD_PROTOCOL_VERSION	1
-#define NETD_MAX_PAYLOAD	8192u	/* client bytes per message; o2net: 4072 */
 #define LINK_OUTQ_MAX		(256u << 20)	/* queued to one peer: past it the peer is stuck, drop the link */
 #define NETD_HANDSHAKE_MAX	1024u	/* Handshake and AuthProof frames */
 
