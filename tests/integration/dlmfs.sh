@@ -33,7 +33,7 @@ not() { ! "$@"; }
 # linked K N: node K sees node N heartbeating with its link up.
 linked() {
 	"$O2CTL" --rundir "$(lc rundir "$1")" --json status |
-	    grep -q "\"num\":$2,\"local\":false,\"heartbeat\":\"up\",\"link\":\"up\""
+	    grep -q "\"num\":$2,[^}]*\"local\":false,[^}]*\"heartbeat\":\"up\",\"link\":\"up\""
 }
 # try K MODE FILE: a trylock open (PR or EX, creating FILE) that prints ok or the errno name.
 try() {
