@@ -179,14 +179,33 @@ fsd_deadline(clockid_t clk, unsigned ms, struct timespec *ts)
 	}
 }
 
-/* When reads update atime (mount options; main.c sets them after the mount). */
+/* When reads update atime. */
 enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
+
+/* The mount options (-o), as main.c parsed them; struct fsd keeps a copy. */
+struct fsd_mount_opts {
+	int		 readonly;
+	unsigned	 cache_blocks;
+	unsigned	 lock_cache;		/* idle cluster locks kept cached */
+	unsigned	 node_num;
+	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
+	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */
+	int		 nocluster;		/* a clustered volume without the stack */
+	unsigned	 link_wait_ms;		/* 0: the default, 60 s as o2cb's */
+	const char	*rundir;		/* the stack's sockets (NULL: the default) */
+	const char	*mountpoint;		/* canonical: what the status socket reports */
+	enum fsd_atime	 atime;
+	unsigned	 atime_quantum;		/* strictatime: seconds atime may lag */
+	double		 attr_timeout;		/* how long the kernel may trust attributes (s) */
+	double		 entry_timeout;		/* ... and names (s) */
+	int		 writeback_cache;	/* let the kernel gather writes */
+};
 
 struct fsd {
 	struct volume	 vol;
-	int		 readonly;
-	enum fsd_atime	 atime;
-	unsigned	 atime_quantum;		/* strictatime: seconds atime may lag */
+	struct fsd_mount_opts opts;		/* what the handlers read */
+	int		 readonly;		/* opts.readonly: no slot, no journal */
+	int		 writeback_active;	/* the kernel granted writeback_cache: it keeps mtime/ctime */
 	unsigned	 bbits, cbits;		/* log2 block / cluster size */
 	unsigned	 bpc;			/* blocks per cluster */
 	uint32_t	 fs_generation;
@@ -335,18 +354,6 @@ int	 glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation,
 	    struct stat *st);
 
 /* super.c */
-struct fsd_mount_opts {
-	int		 readonly;
-	unsigned	 cache_blocks;
-	unsigned	 lock_cache;		/* idle cluster locks kept cached */
-	unsigned	 node_num;
-	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
-	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */
-	int		 nocluster;		/* a clustered volume without the stack */
-	unsigned	 link_wait_ms;		/* 0: the default, 60 s as o2cb's */
-	const char	*rundir;		/* the stack's sockets (NULL: the default) */
-	const char	*mountpoint;		/* canonical: what the status socket reports */
-};
 int	 super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	    char *err, size_t errlen);
 /* Clean unmount: checkpoint, clear DIRTY_FL, free the slot. */

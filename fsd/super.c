@@ -376,6 +376,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 
 	memset(fs, 0, sizeof(*fs));
 	fs->slot = -1;
+	fs->opts = *o;
 	fs->readonly = o->readonly;
 	pthread_mutex_init(&fs->err_mtx, NULL);
 	pthread_mutex_init(&fs->wipe_mtx, NULL);
