@@ -145,7 +145,7 @@ hblink_subscribed(const Envelope *rep, void *arg)
 }
 
 static void
-on_node_event(struct ipc_conn *c, const Envelope *ev)
+hblink_node_event(struct ipc_conn *c, const Envelope *ev)
 {
 	struct dlmd *dd = ipc_conn_arg(c);
 	const Hbd__NodeEvent *ne = ev->node_event;
@@ -162,7 +162,7 @@ on_node_event(struct ipc_conn *c, const Envelope *ev)
 }
 
 static void
-on_region_event(struct ipc_conn *c, const Envelope *ev)
+hblink_region_event(struct ipc_conn *c, const Envelope *ev)
 {
 	struct dlmd *dd = ipc_conn_arg(c);
 	int started = ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED;
@@ -173,7 +173,7 @@ on_region_event(struct ipc_conn *c, const Envelope *ev)
 }
 
 static void
-on_fenced(struct ipc_conn *c, const Envelope *ev)
+hblink_fenced(struct ipc_conn *c, const Envelope *ev)
 {
 	log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
 	fenced(ipc_conn_arg(c));
@@ -181,9 +181,9 @@ on_fenced(struct ipc_conn *c, const Envelope *ev)
 
 /* The events we act on; an unfence is followed by the NODE_UPs that matter. */
 static const struct ipc_handler hb_events[] = {
-	{ MSG_TYPE__MSG_HBD_NODE_EVENT, ENVELOPE__PAYLOAD_NODE_EVENT, on_node_event },
-	{ MSG_TYPE__MSG_HBD_REGION_EVENT, ENVELOPE__PAYLOAD_REGION_EVENT, on_region_event },
-	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, on_fenced },
+	{ MSG_TYPE__MSG_HBD_NODE_EVENT, ENVELOPE__PAYLOAD_NODE_EVENT, hblink_node_event },
+	{ MSG_TYPE__MSG_HBD_REGION_EVENT, ENVELOPE__PAYLOAD_REGION_EVENT, hblink_region_event },
+	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, hblink_fenced },
 };
 
 /*

@@ -25,14 +25,14 @@ dlmd_errno(int status)
 }
 
 static void
-on_ast(struct ipc_conn *c, const Envelope *ev)
+session_ast(struct ipc_conn *c, const Envelope *ev)
 {
 	(void)c;
 	cache_ast(ev->ast);
 }
 
 static void
-on_bast(struct ipc_conn *c, const Envelope *ev)
+session_bast(struct ipc_conn *c, const Envelope *ev)
 {
 	(void)c;
 	cache_bast(ev->bast);
@@ -40,8 +40,8 @@ on_bast(struct ipc_conn *c, const Envelope *ev)
 
 /* Domain events are not here: dlmfs ignores recovery, as the kernel's does. */
 static const struct ipc_handler dlmd_events[] = {
-	{ MSG_TYPE__MSG_DLMD_AST, ENVELOPE__PAYLOAD_AST, on_ast },
-	{ MSG_TYPE__MSG_DLMD_BAST, ENVELOPE__PAYLOAD_BAST, on_bast },
+	{ MSG_TYPE__MSG_DLMD_AST, ENVELOPE__PAYLOAD_AST, session_ast },
+	{ MSG_TYPE__MSG_DLMD_BAST, ENVELOPE__PAYLOAD_BAST, session_bast },
 };
 
 static void

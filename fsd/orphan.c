@@ -262,7 +262,7 @@ struct collect {
 };
 
 static int
-collect_cb(void *arg, const struct fsd_dirent *d)
+orphan_collect(void *arg, const struct fsd_dirent *d)
 {
 	struct collect *c = arg;
 
@@ -289,7 +289,7 @@ orphan_recover(struct fsd *fs, int slot)
 	if ((rc = inode_get(fs, fs->slots[slot].orphan_dir, &op)) != 0)
 		return rc;
 	if ((rc = inode_lock_block(fs, op, LKM_PR, &ob)) == 0) {
-		rc = dir_iterate(fs, (const struct ocfs2_dinode *)ob->data, 0, collect_cb, &c);
+		rc = dir_iterate(fs, (const struct ocfs2_dinode *)ob->data, 0, orphan_collect, &c);
 		inode_unlock_block(fs, op, LKM_PR, ob);
 	}
 	inode_put(fs, op);

@@ -131,7 +131,7 @@ static const struct ipc_handler hb_events[] = {
  * each one once acted on, those we ignore included.
  */
 static void
-on_event(struct ipc_conn *c, const Envelope *ev)
+hbd_event(struct ipc_conn *c, const Envelope *ev)
 {
 	if (ipc_event_dispatch(c, ev, hb_events, nitems(hb_events), "hbd") != -1)
 		hb_ack(c, ev);
@@ -163,7 +163,7 @@ hbd_up(struct ipc_conn *c, void *arg)
 void
 hb_start(struct netd *nd)
 {
-	ipc_redial(nd->base, nd->rundir, "hbd", HBD_RETRY_MS, on_event, hbd_up,
+	ipc_redial(nd->base, nd->rundir, "hbd", HBD_RETRY_MS, hbd_event, hbd_up,
 	    hbd_down, nd);
 }
 
