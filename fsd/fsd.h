@@ -148,8 +148,8 @@ struct fsd_lockres {
 
 /* ---- the mount -------------------------------------------------------- */
 
-/* The system files of one slot. Ours are used now; recovery of another
- * node's slot (issue 7) walks the same table. */
+/* The system files of one slot. Ours are used now; recovery of a dead
+ * node's slot (deadnode.c) walks the same table. */
 struct fsd_slot {
 	uint64_t	journal;
 	uint64_t	local_alloc;
@@ -571,7 +571,7 @@ int	 slot_recover(struct fsd *fs, int slot, unsigned lkf);
 /* This thread runs recovery (or the mount): it must not wait for it. */
 void	 glue_recovery_thread(int on);
 
-/* journal.c: JBD2 in the slot's journal file (ondisk.md §6) */
+/* journal.c: JBD2 in the slot's journal file (doc/ondisk.md, Journal) */
 struct jbd2_info {			/* the journal superblock, host order */
 	uint32_t	blocksize, maxlen, first, sequence, start;
 	uint32_t	incompat;

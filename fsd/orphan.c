@@ -1,11 +1,11 @@
 /*
- * The orphan directory (ondisk.md §5.7): an inode whose last name goes
- * away is moved into our slot's orphan_dir, named by its block number
- * in 16 hex digits, and deleted only when nothing uses it any more (the
- * kernel forgot it, or at mount/unmount for what a crash or an unmount
- * left behind). Deleting it: its clusters go through the truncate log,
- * then the orphan entry, the inode and its allocator bit go in one
- * transaction.
+ * The orphan directory (doc/ondisk.md, Orphan directories): an inode
+ * whose last name goes away is moved into our slot's orphan_dir, named by
+ * its block number in 16 hex digits, and deleted only when nothing uses
+ * it any more (the kernel forgot it, or at mount/unmount for what a crash
+ * or an unmount left behind). Deleting it: its clusters go through the
+ * truncate log, then the orphan entry, the inode and its allocator bit go
+ * in one transaction.
  */
 #include <errno.h>
 #include <inttypes.h>

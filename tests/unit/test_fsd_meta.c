@@ -36,7 +36,7 @@ Test(fsd_meta, lock_names_follow_ocfs2_lockid)
 {
 	char name[FSD_LOCK_NAME_LEN];
 
-	/* cluster-stack.md §6.1 examples: blkno 0x66720, generation 0x78b84822 */
+	/* doc/cluster-stack.md, Lock names: blkno 0x66720, generation 0x78b84822 */
 	lockres_name(name, sizeof(name), FSD_LOCK_META, 0x66720, 0);
 	cr_assert_str_eq(name, "M000000000000000006672000000000");
 	lockres_name(name, sizeof(name), FSD_LOCK_RW, 0x66720, 0x78b84822);
