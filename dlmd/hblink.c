@@ -186,16 +186,11 @@ static const struct ipc_handler hb_events[] = {
 	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, hblink_fenced },
 };
 
-/*
- * hbd hands an event to the filesystem only once we ack it, so each is
- * acked once acted on, those we ignore included; one without its
- * payload closes the connection instead (ipc_event_dispatch).
- */
+/* hbd hands an event to the filesystem only once we ack it (hb_dispatch). */
 static void
 hblink_event(struct ipc_conn *c, const Envelope *ev)
 {
-	if (ipc_event_dispatch(c, ev, hb_events, nitems(hb_events), "hbd") != -1)
-		hb_ack(c, ev);
+	hb_dispatch(c, ev, hb_events, nitems(hb_events));
 }
 
 /*

@@ -126,15 +126,11 @@ static const struct ipc_handler hb_events[] = {
 	{ MSG_TYPE__MSG_HBD_UNFENCED, ENVELOPE__PAYLOAD_UNFENCED_EVENT, on_unfenced },
 };
 
-/*
- * hbd hands every event to the next role only after we ack it, so we ack
- * each one once acted on, those we ignore included.
- */
+/* hbd hands an event to the next role only once we ack it (hb_dispatch). */
 static void
 hbd_event(struct ipc_conn *c, const Envelope *ev)
 {
-	if (ipc_event_dispatch(c, ev, hb_events, nitems(hb_events), "hbd") != -1)
-		hb_ack(c, ev);
+	hb_dispatch(c, ev, hb_events, nitems(hb_events));
 }
 
 /*
