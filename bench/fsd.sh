@@ -4,7 +4,7 @@
 # FUSE filesystem over a directory of that storage), in one run:
 # sequential write and read, 4 KiB random read and write, and
 # create/stat/unlink of many files in one directory. Prints MB/s or
-# ops/s for both and the ratio fsd / passthrough (the floors:
+# ops/s for both and the ratio fsd / passthrough (the floors fsd is held to:
 # sequential >= 0.8, metadata >= 0.5).
 #   bench/fsd.sh [--size-mb N] [--files N] [--dir DIR]   (defaults 1024, 10000, /tmp)
 set -u

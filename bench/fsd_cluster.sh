@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fsd in the cluster (issue 7's benchmark): one volume mounted by fsd on
+# fsd in the cluster: one volume mounted by fsd on
 # the three nodes of a local cluster (heartbeat 200 ms, dead threshold
 # 10), in one run:
 #  - metadata: each client creates FILES empty files (open O_CREAT|O_EXCL,

@@ -997,3 +997,10 @@ fail:
 	free(cc);
 	return NULL;
 }
+
+void
+cc_warn_stderr(const char *msg, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "warning: %s\n", msg);
+}

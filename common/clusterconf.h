@@ -68,6 +68,8 @@ int	cc_parse_file(const char *path, const char *cluster, struct cluster_conf *cc
 int	cc_parse_buf(const char *name, const char *buf, size_t len,
 	    const char *cluster, struct cluster_conf *cc, char *err, size_t errlen,
 	    void (*warn)(const char *msg, void *arg), void *warnarg);
+/* A warn for the checks run from a terminal (-n, o2ctl check-config). */
+void	cc_warn_stderr(const char *msg, void *arg);
 
 /*
  * Defaults of the tunables; then /etc/default/o2cb style KEY=VALUE overrides

@@ -29,7 +29,7 @@ struct daemon {
 };
 
 static void
-usage(const char *daemon, const struct daemon_opt *extra, size_t nextra)
+daemon_usage(const char *daemon, const struct daemon_opt *extra, size_t nextra)
 {
 	size_t i;
 	int indent = (int)strlen("usage: ") + (int)strlen(daemon) + 1;
@@ -78,19 +78,12 @@ daemon_args_parse(const char *daemon, int argc, char *argv[],
 			else
 				*extra[idx - 2].flag = 1;
 			break;
-		default: usage(daemon, extra, nextra);
+		default: daemon_usage(daemon, extra, nextra);
 		}
 	}
 	if (optind != argc)
-		usage(daemon, extra, nextra);
+		daemon_usage(daemon, extra, nextra);
 	log_init(daemon, a->verbose);
-}
-
-static void
-print_warning(const char *msg, void *arg)
-{
-	(void)arg;
-	fprintf(stderr, "warning: %s\n", msg);
 }
 
 struct cluster_conf *
@@ -102,13 +95,13 @@ daemon_check_config(const struct daemon_args *a, const char *node,
 
 	if ((cc = cc_load(a->conf_path, a->tunables_path, 0, NULL,
 	    node != NULL ? node : host_node_name(), self, err, sizeof(err),
-	    print_warning, NULL)) == NULL)
+	    cc_warn_stderr, NULL)) == NULL)
 		fprintf(stderr, "%s\n", err);
 	return cc;
 }
 
 static void
-on_stop(evutil_socket_t sig, short ev, void *arg)
+stop_signal(evutil_socket_t sig, short ev, void *arg)
 {
 	struct daemon *d = arg;
 
@@ -160,8 +153,8 @@ daemon_start(struct event_base *base, daemon_stop_fn *stop,
 		d->sighup = signal_event(d, SIGHUP, on_hup);
 	else
 		signal(SIGHUP, SIG_IGN);
-	d->sigterm = signal_event(d, SIGTERM, on_stop);
-	d->sigint = signal_event(d, SIGINT, on_stop);
+	d->sigterm = signal_event(d, SIGTERM, stop_signal);
+	d->sigint = signal_event(d, SIGINT, stop_signal);
 	notify_watchdog_start(base);
 	return d;
 }

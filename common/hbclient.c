@@ -51,3 +51,11 @@ hb_ack(struct ipc_conn *c, const Envelope *ev)
 	req.hb_ack = &a;
 	ipc_request(c, &req, on_acked, NULL);
 }
+
+void
+hb_dispatch(struct ipc_conn *c, const Envelope *ev, const struct ipc_handler *table,
+    size_t ntable)
+{
+	if (ipc_event_dispatch(c, ev, table, ntable, "hbd") != -1)
+		hb_ack(c, ev);
+}

@@ -6,6 +6,7 @@
 #ifndef OCFS2_HBCLIENT_H
 #define OCFS2_HBCLIENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ipc.h"
@@ -16,5 +17,12 @@ void	hb_subscribe(struct ipc_conn *c, Hbd__Role role, ipc_reply_fn *fn, void *ar
 uint64_t hb_event_seq(const Envelope *ev);
 /* Acknowledge ev if it wants it. */
 void	hb_ack(struct ipc_conn *c, const Envelope *ev);
+/*
+ * Hand ev to its handler in table (by type; none: ignored), then ack it,
+ * ignored ones included. One without its payload closes c instead, and
+ * the redial subscribes afresh (ipc_event_dispatch).
+ */
+void	hb_dispatch(struct ipc_conn *c, const Envelope *ev, const struct ipc_handler *table,
+	    size_t ntable);
 
 #endif

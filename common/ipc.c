@@ -268,61 +268,71 @@ ipc_reply_status(struct ipc_conn *c, const Envelope *req, int status,
 	ipc_reply(c, req, &rep);
 }
 
-/* Requests every daemon answers the same way. */
-static int
-dispatch_common(struct ipc_conn *c, const Envelope *req)
+static void
+on_ping(struct ipc_conn *c, const Envelope *req)
 {
 	Envelope rep = ENVELOPE__INIT;
 	Ping ping = PING__INIT;
 
-	switch (req->type) {
-	case MSG_TYPE__MSG_PING:
-		ping.daemon = (char *)c->server->daemon;
-		ping.pid = (uint32_t)getpid();
-		rep.payload_case = ENVELOPE__PAYLOAD_PING;
-		rep.ping = &ping;
-		ipc_reply(c, req, &rep);
-		return 1;
-	case MSG_TYPE__MSG_SUBSCRIBE:
-		c->subscribed = 1;
-		c->topics = req->payload_case == ENVELOPE__PAYLOAD_SUBSCRIBE ?
-		    req->subscribe->topics : 0;
-		ipc_reply(c, req, &rep);
-		return 1;
-	default:
-		return 0;
-	}
+	ping.daemon = (char *)c->server->daemon;
+	ping.pid = (uint32_t)getpid();
+	rep.payload_case = ENVELOPE__PAYLOAD_PING;
+	rep.ping = &ping;
+	ipc_reply(c, req, &rep);
+}
+
+/* Events from now on; the topics narrow them (none given: all). */
+static void
+on_subscribe(struct ipc_conn *c, const Envelope *req)
+{
+	Envelope rep = ENVELOPE__INIT;
+
+	c->subscribed = 1;
+	c->topics = req->payload_case == ENVELOPE__PAYLOAD_SUBSCRIBE ? req->subscribe->topics : 0;
+	ipc_reply(c, req, &rep);
+}
+
+/* Requests every daemon answers the same way, before its own table. */
+static const struct ipc_handler common_requests[] = {
+	{ MSG_TYPE__MSG_PING, ENVELOPE__PAYLOAD__NOT_SET, on_ping },
+	{ MSG_TYPE__MSG_SUBSCRIBE, ENVELOPE__PAYLOAD__NOT_SET, on_subscribe },
+};
+
+static const struct ipc_handler *
+handler_for(const struct ipc_handler *table, size_t ntable, MsgType type)
+{
+	size_t i;
+
+	for (i = 0; i < ntable; i++)
+		if (table[i].type == type)
+			return &table[i];
+	return NULL;
 }
 
 static void
 dispatch_request(struct ipc_conn *c, const Envelope *req)
 {
 	const struct ipc_handler *h;
-	size_t i;
 
 	if (c->server == NULL) {
 		ipc_reply_status(c, req, EOPNOTSUPP, "clients take no requests");
 		return;
 	}
-	if (dispatch_common(c, req))
-		return;
-	for (i = 0; i < c->server->ntable; i++) {
-		h = &c->server->table[i];
-		if (h->type != req->type)
-			continue;
-		if (h->payload != ENVELOPE__PAYLOAD__NOT_SET &&
-		    h->payload != req->payload_case) {
-			log_warnx("ipc: pid %d sent type %d with payload %d, "
-			    "closing its connection", (int)c->cred.pid,
-			    req->type, req->payload_case);
-			ipc_conn_close(c);
-			return;
-		}
-		h->fn(c, req);
+	h = handler_for(common_requests, nitems(common_requests), req->type);
+	if (h == NULL)
+		h = handler_for(c->server->table, c->server->ntable, req->type);
+	if (h == NULL) {
+		ipc_reply_status(c, req, EOPNOTSUPP, "%s does not handle message type %d",
+		    c->server->daemon, req->type);
 		return;
 	}
-	ipc_reply_status(c, req, EOPNOTSUPP, "%s does not handle message type %d",
-	    c->server->daemon, req->type);
+	if (h->payload != ENVELOPE__PAYLOAD__NOT_SET && h->payload != req->payload_case) {
+		log_warnx("ipc: pid %d sent type %d with payload %d, closing its connection",
+		    (int)c->cred.pid, req->type, req->payload_case);
+		ipc_conn_close(c);
+		return;
+	}
+	h->fn(c, req);
 }
 
 static void

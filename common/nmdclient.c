@@ -70,7 +70,7 @@ static const struct ipc_handler nmd_events[] = {
 };
 
 static void
-on_event(struct ipc_conn *c, const Envelope *ev)
+nmd_event(struct ipc_conn *c, const Envelope *ev)
 {
 	ipc_event_dispatch(c, ev, nmd_events, nitems(nmd_events), "nmd");
 }
@@ -122,7 +122,7 @@ nmd_client_start(struct event_base *base, const char *rundir, unsigned retry_ms,
 
 	cl->ops = ops;
 	cl->arg = arg;
-	ipc_redial(base, rundir, "nmd", retry_ms, on_event, on_up, on_down, cl);
+	ipc_redial(base, rundir, "nmd", retry_ms, nmd_event, on_up, on_down, cl);
 	return cl;
 }
 

@@ -1,6 +1,7 @@
 /*
  * The on-disk structures, from Debian's ocfs2-tools-dev headers, with
- * the includes they expect before them (ARCHITECTURE.md §4).
+ * the includes they expect before them (the layout is described in
+ * doc/ondisk.md).
  */
 #ifndef OCFS2_DISK_H
 #define OCFS2_DISK_H

@@ -315,7 +315,7 @@ volume_map_block(struct volume *v, const void *dinode, uint64_t lblk,
 
 /* Walk the entries of one directory block (or inline area) for name. */
 static int
-dir_find(const uint8_t *p, size_t len, const char *name, uint64_t *ino)
+dirent_find(const uint8_t *p, size_t len, const char *name, uint64_t *ino)
 {
 	size_t off = 0, nlen = strlen(name);
 	const struct ocfs2_dir_entry *de;
@@ -363,7 +363,7 @@ volume_system_inode(struct volume *v, const char *name, int slot, uint64_t *blkn
 		size_t room = v->block_bytes - offsetof(struct ocfs2_dinode, id2.i_data.id_data);
 		size_t count = le16toh(di->id2.i_data.id_count);
 
-		r = dir_find(di->id2.i_data.id_data, count < room ? count : room, full, blkno);
+		r = dirent_find(di->id2.i_data.id_data, count < room ? count : room, full, blkno);
 		goto found;
 	}
 	nblocks = (le64toh(di->i_size) + v->block_bytes - 1) / v->block_bytes;
@@ -378,7 +378,7 @@ volume_system_inode(struct volume *v, const char *name, int slot, uint64_t *blkn
 			    v->path, (unsigned long long)pb, strerror(errno));
 			goto out;
 		}
-		r = dir_find(blk, v->block_bytes, full, blkno);
+		r = dirent_find(blk, v->block_bytes, full, blkno);
 	}
 found:
 	if (r < 0)

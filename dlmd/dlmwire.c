@@ -313,9 +313,11 @@ wire_send(struct dlm_domain *d, unsigned node, enum wire_type type,
 
 /* ---------------------------------------------------------- receiving */
 
+/* Another node's message for one of our domains: handled, then answered. */
 static void
-netd_link_message(struct ipc_conn *c, const Netd__NetMessage *nm)
+on_net_message(struct ipc_conn *c, const Envelope *ev)
 {
+	const Netd__NetMessage *nm = ev->net_message;
 	struct dlm_domain *d = domain_find_key(ipc_conn_arg(c), nm->key);
 	uint8_t *out;
 	size_t n;
@@ -331,12 +333,15 @@ netd_link_message(struct ipc_conn *c, const Netd__NetMessage *nm)
 	free(out);
 }
 
+/* netd's other events (links, quorum) are not dlmd's: deaths come from hbd. */
+static const struct ipc_handler netd_events[] = {
+	{ MSG_TYPE__MSG_NETD_MESSAGE, ENVELOPE__PAYLOAD_NET_MESSAGE, on_net_message },
+};
+
 static void
 netd_link_event(struct ipc_conn *c, const Envelope *ev)
 {
-	if (ev->type == MSG_TYPE__MSG_NETD_MESSAGE &&
-	    ev->payload_case == ENVELOPE__PAYLOAD_NET_MESSAGE)
-		netd_link_message(c, ev->net_message);
+	ipc_event_dispatch(c, ev, netd_events, nitems(netd_events), "netd");
 }
 
 /* ---------------------------------------------------------- handlers */

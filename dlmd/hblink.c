@@ -145,38 +145,52 @@ hblink_subscribed(const Envelope *rep, void *arg)
 }
 
 static void
-hblink_event(struct ipc_conn *c, const Envelope *ev)
+hblink_node_event(struct ipc_conn *c, const Envelope *ev)
 {
 	struct dlmd *dd = ipc_conn_arg(c);
-	const Hbd__NodeEvent *ne;
+	const Hbd__NodeEvent *ne = ev->node_event;
 
-	switch (ev->payload_case) {
-	case ENVELOPE__PAYLOAD_NODE_EVENT:
-		ne = ev->node_event;
-		if (ne->node >= DLM_MAX_NODES)
-			break;
-		if (ne->kind == HBD__NODE_EVENT_KIND__NODE_UP) {
-			log_debug("hbd: node %u up", ne->node);
-			dd->live[ne->node] = 1;
-		} else {
-			log_info("hbd: node %u down (%s)", ne->node, ne->reason);
-			node_down(dd, ne->node);
-		}
-		break;
-	case ENVELOPE__PAYLOAD_REGION_EVENT:
-		region_set(dd, ev->region_event->region,
-		    ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED);
-		if (ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED)
-			dd->regions_unsteady = 0;
-		break;
-	case ENVELOPE__PAYLOAD_FENCED_EVENT:
-		log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
-		fenced(dd);
-		break;
-	default:
-		break;
+	if (ne->node >= DLM_MAX_NODES)
+		return;
+	if (ne->kind == HBD__NODE_EVENT_KIND__NODE_UP) {
+		log_debug("hbd: node %u up", ne->node);
+		dd->live[ne->node] = 1;
+	} else {
+		log_info("hbd: node %u down (%s)", ne->node, ne->reason);
+		node_down(dd, ne->node);
 	}
-	hb_ack(c, ev);
+}
+
+static void
+hblink_region_event(struct ipc_conn *c, const Envelope *ev)
+{
+	struct dlmd *dd = ipc_conn_arg(c);
+	int started = ev->region_event->kind == HBD__REGION_EVENT_KIND__REGION_STARTED;
+
+	region_set(dd, ev->region_event->region, started);
+	if (started)
+		dd->regions_unsteady = 0;
+}
+
+static void
+hblink_fenced(struct ipc_conn *c, const Envelope *ev)
+{
+	log_warnx("hbd fenced this node: %s", ev->fenced_event->reason);
+	fenced(ipc_conn_arg(c));
+}
+
+/* The events we act on; an unfence is followed by the NODE_UPs that matter. */
+static const struct ipc_handler hb_events[] = {
+	{ MSG_TYPE__MSG_HBD_NODE_EVENT, ENVELOPE__PAYLOAD_NODE_EVENT, hblink_node_event },
+	{ MSG_TYPE__MSG_HBD_REGION_EVENT, ENVELOPE__PAYLOAD_REGION_EVENT, hblink_region_event },
+	{ MSG_TYPE__MSG_HBD_FENCED, ENVELOPE__PAYLOAD_FENCED_EVENT, hblink_fenced },
+};
+
+/* hbd hands an event to the filesystem only once we ack it (hb_dispatch). */
+static void
+hblink_event(struct ipc_conn *c, const Envelope *ev)
+{
+	hb_dispatch(c, ev, hb_events, nitems(hb_events));
 }
 
 /*

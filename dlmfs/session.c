@@ -10,6 +10,7 @@
 
 #include "dlmfs.h"
 #include "log.h"
+#include "util.h"
 
 #define RECONNECT_MS	500
 
@@ -24,16 +25,29 @@ dlmd_errno(int status)
 }
 
 static void
-session_event(struct ipc_conn *c, const Envelope *ev)
+session_ast(struct ipc_conn *c, const Envelope *ev)
 {
 	(void)c;
-	if (ev->type == MSG_TYPE__MSG_DLMD_AST &&
-	    ev->payload_case == ENVELOPE__PAYLOAD_AST)
-		cache_ast(ev->ast);
-	else if (ev->type == MSG_TYPE__MSG_DLMD_BAST &&
-	    ev->payload_case == ENVELOPE__PAYLOAD_BAST)
-		cache_bast(ev->bast);
-	/* Domain events: dlmfs ignores recovery, as the kernel's does. */
+	cache_ast(ev->ast);
+}
+
+static void
+session_bast(struct ipc_conn *c, const Envelope *ev)
+{
+	(void)c;
+	cache_bast(ev->bast);
+}
+
+/* Domain events are not here: dlmfs ignores recovery, as the kernel's does. */
+static const struct ipc_handler dlmd_events[] = {
+	{ MSG_TYPE__MSG_DLMD_AST, ENVELOPE__PAYLOAD_AST, session_ast },
+	{ MSG_TYPE__MSG_DLMD_BAST, ENVELOPE__PAYLOAD_BAST, session_bast },
+};
+
+static void
+session_event(struct ipc_conn *c, const Envelope *ev)
+{
+	ipc_event_dispatch(c, ev, dlmd_events, nitems(dlmd_events), "dlmd");
 }
 
 static void

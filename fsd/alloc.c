@@ -1,8 +1,8 @@
 /*
- * Allocators (ondisk.md §4): the global bitmap of clusters, the slot's
- * chain suballocators for inodes and extent blocks (grown a group at a
- * time from the global bitmap), and the truncate log that holds freed
- * clusters until the transaction that freed them is on disk.
+ * Allocators (doc/ondisk.md, Allocators): the global bitmap of clusters,
+ * the slot's chain suballocators for inodes and extent blocks (grown a
+ * group at a time from the global bitmap), and the truncate log that
+ * holds freed clusters until the transaction that freed them is on disk.
  *
  * Every change runs inside the caller's handle and updates, together,
  * the group bitmap and free count, the chain record and the allocator
@@ -127,7 +127,8 @@ cluster_cpg(struct fsd *fs, const struct ocfs2_dinode *bm)
 	return LE16(bm->id2.i_chain.cl_cpg);
 }
 
-/* Group i of the global bitmap sits at a fixed place (§4.2). */
+/* Group i of the global bitmap sits at a fixed place (doc/ondisk.md,
+ * The global bitmap). */
 static uint64_t
 cluster_group_blkno(struct fsd *fs, unsigned cpg, unsigned i)
 {
@@ -210,7 +211,8 @@ free_clusters(struct fsd_handle *h, uint32_t start, unsigned count)
 /* ---- suballocators ------------------------------------------------------ */
 
 /*
- * Add a group of cl_cpg clusters to a suballocator (§4.3), linked at the
+ * Add a group of cl_cpg clusters to a suballocator (doc/ondisk.md, Growing
+ * a suballocator), linked at the
  * head of a chain: the next unused chain record, else the smallest chain.
  */
 static int

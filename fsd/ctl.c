@@ -1,6 +1,6 @@
 /*
- * The volume's status socket, <rundir>/fsd-<UUID>.sock (ARCHITECTURE.md
- * §2): what o2ctl mounts asks a mounted fsd.
+ * The volume's status socket, <rundir>/fsd-<UUID>.sock (README.md,
+ * fsd; o2ctl(8)): what o2ctl mounts asks a mounted fsd.
  *
  * It is claimed as soon as the volume's UUID is known, before the mount
  * touches the cluster stack or the disk: a socket another fsd answers on

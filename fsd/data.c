@@ -2,7 +2,7 @@
  * File data: read straight from the device into an aligned buffer with
  * O_DIRECT, one request per contiguous run of the extent tree. Data is
  * not cached here; the kernel's page cache above FUSE does that, and
- * dropping it is how another node's writes become visible (issue 7).
+ * dropping it is how another node's writes become visible in a cluster.
  */
 #include <errno.h>
 #include <pthread.h>

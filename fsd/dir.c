@@ -1,9 +1,10 @@
 /*
- * Directories (ondisk.md §5): blocks of variable-length entries that
- * tile each block exactly, or one inline area inside the inode. An
- * entry's position (byte offset in the directory) is its readdir cookie:
- * resuming walks the block from its start to the first entry at or after
- * the cookie, so offsets stay valid while entries come and go.
+ * Directories (doc/ondisk.md, Directories): blocks of variable-length
+ * entries that tile each block exactly, or one inline area inside the
+ * inode. An entry's position (byte offset in the directory) is its
+ * readdir cookie: resuming walks the block from its start to the first
+ * entry at or after the cookie, so offsets stay valid while entries come
+ * and go.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -4,8 +4,9 @@
  * without this every lookup and create scans the whole directory. Built
  * on first use from the blocks, kept up to date by the operations that
  * change the directory (under its EX lock), and dropped whenever it may
- * be wrong: a handle that touched the directory aborted, or (issue 7)
- * another node changed it. A hit is always checked against the block.
+ * be wrong: a handle that touched the directory aborted, or another node
+ * changed it (our lock on it came down). A hit is always checked against
+ * the block.
  */
 #include <stdlib.h>
 #include <string.h>

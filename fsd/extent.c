@@ -1,9 +1,10 @@
 /*
- * Extent trees (ondisk.md §3): the root list lives in the inode (or
- * another container), interior records point at extent blocks one level
- * down, leaf records map clusters. Lookups walk one path from the root,
- * checking at each step what the kernel and fsck rely on (depth,
- * bounds, alignment), so a damaged tree gives EIO instead of a wild read.
+ * Extent trees (doc/ondisk.md, Extent lists and trees): the root list
+ * lives in the inode (or another container), interior records point at
+ * extent blocks one level down, leaf records map clusters. Lookups walk
+ * one path from the root, checking at each step what the kernel and fsck
+ * rely on (depth, bounds, alignment), so a damaged tree gives EIO instead
+ * of a wild read.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -353,7 +354,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 			if (lvl == (unsigned)-1) {
 				/*
 				 * Every level is full: move the root's list into
-				 * a new block one level down (§3.3 step 3).
+				 * a new block one level down (doc/ondisk.md, Growing a tree).
 				 */
 				if (p.depth >= EXTENT_MAX_DEPTH) {
 					rc = -EFBIG;

@@ -1,20 +1,28 @@
 /*
  * fsd: one OCFS2 volume served through FUSE.
  *
- * Layers, bottom up:
+ * Files, bottom up:
+ *   fsd.h        this map; the volume, blocks, inodes and what each file exports
+ *   glue.h       the cluster side: dlmd connection, recovery and stack state
+ *   ops.h        what the FUSE handlers (ops*.c) share
  *   block.c      O_DIRECT block I/O and the metadata block cache; every
  *                metadata block is validated by type as it enters the cache
+ *   lease.c      registration with hbd as a disk writer: every transfer
+ *                under the heartbeat lease
  *   dlmglue.c    lock resources named as ocfs2_lockid.h names them, cached
  *                at the level dlmd granted until another node's BAST; every
  *                access to an inode's metadata holds its META lockres
  *   stack.c      joining the node's cluster stack at mount (glue.h)
- *   reco.c       recovering the slots of dead nodes
+ *   deadnode.c   recovering a dead node: its slot's journal, local alloc,
+ *                truncate log and slot, then its orphans
  *   flock.c      flock(2) across nodes
+ *   plock.c      fcntl(2) byte-range locks across nodes
  *   journal.c    JBD2 writer: handles (all or nothing), commit, checkpoint
- *   recovery.c   JBD2 replay of a slot's journal
+ *   replay.c     JBD2 replay of a slot's journal
  *   slot.c       the slot map
  *   super.c      mount/unmount: superblock, features, system inodes, the
  *                read-write session (slot, replay, DIRTY_FL, commit thread)
+ *   ctl.c        the status socket o2ctl mounts asks
  *   alloc.c      global bitmap, suballocators, truncate log
  *   localalloc.c the slot's local alloc window for data clusters
  *   inode.c      in-memory inodes (FUSE lookup counts, per-inode locks),
@@ -23,8 +31,15 @@
  *   dir.c        directory blocks: iteration, lookup, add/remove entries
  *   dirindex.c   in-memory name index of a directory
  *   orphan.c     the orphan directory: unlinked-while-used inodes
- *   data.c       file data reads; file.c file writes and size changes
- *   ops*.c       FUSE lowlevel handlers; main.c wiring
+ *   orphanscan.c the periodic scan of every slot's orphan directory
+ *   data.c       file data reads
+ *   file.c       file writes and size changes
+ *   ops.c        the FUSE lowlevel table and connection setup
+ *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
+ *   ops_namei.c  FUSE handlers on names: create, mkdir, link, unlink, rename
+ *   ops_dir.c    FUSE handlers reading directories
+ *   ops_file.c   FUSE handlers on open files
+ *   main.c       options and wiring
  *
  * Nothing here assumes one node: all per-node state hangs off the slot
  * we claimed (struct fsd_slot), and metadata is reached through lock
@@ -133,8 +148,8 @@ struct fsd_lockres {
 
 /* ---- the mount -------------------------------------------------------- */
 
-/* The system files of one slot. Ours are used now; recovery of another
- * node's slot (issue 7) walks the same table. */
+/* The system files of one slot. Ours are used now; recovery of a dead
+ * node's slot (deadnode.c) walks the same table. */
 struct fsd_slot {
 	uint64_t	journal;
 	uint64_t	local_alloc;
@@ -164,14 +179,33 @@ fsd_deadline(clockid_t clk, unsigned ms, struct timespec *ts)
 	}
 }
 
-/* When reads update atime (mount options; main.c sets them after the mount). */
+/* When reads update atime. */
 enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
+
+/* The mount options (-o), as main.c parsed them; struct fsd keeps a copy. */
+struct fsd_mount_opts {
+	int		 readonly;
+	unsigned	 cache_blocks;
+	unsigned	 lock_cache;		/* idle cluster locks kept cached */
+	unsigned	 node_num;
+	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
+	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */
+	int		 nocluster;		/* a clustered volume without the stack */
+	unsigned	 link_wait_ms;		/* 0: the default, 60 s as o2cb's */
+	const char	*rundir;		/* the stack's sockets (NULL: the default) */
+	const char	*mountpoint;		/* canonical: what the status socket reports */
+	enum fsd_atime	 atime;
+	unsigned	 atime_quantum;		/* strictatime: seconds atime may lag */
+	double		 attr_timeout;		/* how long the kernel may trust attributes (s) */
+	double		 entry_timeout;		/* ... and names (s) */
+	int		 writeback_cache;	/* let the kernel gather writes */
+};
 
 struct fsd {
 	struct volume	 vol;
-	int		 readonly;
-	enum fsd_atime	 atime;
-	unsigned	 atime_quantum;		/* strictatime: seconds atime may lag */
+	struct fsd_mount_opts opts;		/* what the handlers read */
+	int		 readonly;		/* opts.readonly: no slot, no journal */
+	int		 writeback_active;	/* the kernel granted writeback_cache: it keeps mtime/ctime */
 	unsigned	 bbits, cbits;		/* log2 block / cluster size */
 	unsigned	 bpc;			/* blocks per cluster */
 	uint32_t	 fs_generation;
@@ -320,18 +354,6 @@ int	 glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation,
 	    struct stat *st);
 
 /* super.c */
-struct fsd_mount_opts {
-	int		 readonly;
-	unsigned	 cache_blocks;
-	unsigned	 lock_cache;		/* idle cluster locks kept cached */
-	unsigned	 node_num;
-	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
-	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */
-	int		 nocluster;		/* a clustered volume without the stack */
-	unsigned	 link_wait_ms;		/* 0: the default, 60 s as o2cb's */
-	const char	*rundir;		/* the stack's sockets (NULL: the default) */
-	const char	*mountpoint;		/* canonical: what the status socket reports */
-};
 int	 super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	    char *err, size_t errlen);
 /* Clean unmount: checkpoint, clear DIRTY_FL, free the slot. */
@@ -543,13 +565,13 @@ int	 slot_release(struct fsd *fs);
 int	 slot_map_nodes(struct fsd *fs, int *nodes);
 int	 slot_free(struct fsd *fs, int slot);
 
-/* reco.c */
+/* deadnode.c */
 /* Recover slot of a node that is gone (lkf LKF_TRY: only if it is). 0 or -errno. */
 int	 slot_recover(struct fsd *fs, int slot, unsigned lkf);
 /* This thread runs recovery (or the mount): it must not wait for it. */
 void	 glue_recovery_thread(int on);
 
-/* journal.c: JBD2 in the slot's journal file (ondisk.md §6) */
+/* journal.c: JBD2 in the slot's journal file (doc/ondisk.md, Journal) */
 struct jbd2_info {			/* the journal superblock, host order */
 	uint32_t	blocksize, maxlen, first, sequence, start;
 	uint32_t	incompat;
@@ -652,7 +674,7 @@ int	 la_claim(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 int	 la_release(struct fsd *fs);
 int	 la_release_slot(struct fsd *fs, int slot);
 
-/* recovery.c */
+/* replay.c */
 struct jbd2_log_ops {
 	int	(*read)(void *arg, uint32_t lblk, uint8_t *buf);	/* one log block */
 	int	(*write)(void *arg, uint64_t blkno, const uint8_t *buf);	/* one home block */

@@ -1,6 +1,6 @@
 /*
  * fsd's side of the cluster stack: the dlmd connection and its threads
- * (dlmglue.c), node death (reco.c) and the attachment to nmd, hbd and
+ * (dlmglue.c), node death (deadnode.c) and the attachment to nmd, hbd and
  * netd made at mount (stack.c).
  */
 #ifndef FSD_GLUE_H
@@ -42,7 +42,7 @@ struct fsd_glue {
 	pthread_cond_t	 fl_cv;
 	struct fsd_lockres *fl_cur;		/* being flushed */
 	struct timespec	 fl_deadline;		/* when the downconvert stops waiting */
-	/* nodes whose slot waits for recovery (reco.c), under mtx */
+	/* nodes whose slot waits for recovery (deadnode.c), under mtx */
 	uint8_t		 dead[GLUE_MAX_NODES];
 	unsigned	 ndead;
 	int		 reco_running;
@@ -71,7 +71,7 @@ int	 glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned
 /* Leave the domain (after unmount work), stop the threads. */
 void	 glue_stop(struct fsd *fs);
 
-/* reco.c */
+/* deadnode.c */
 void	 glue_node_down(struct fsd_glue *g, unsigned node);
 /* A dead node's journal is still to be replayed, and this thread would
  * wait for it (not recovery's own). glue->mtx held; reco_cv tells of a change. */

@@ -447,12 +447,12 @@ inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct time
 
 	if (fs->readonly)
 		return 0;
-	switch (fs->atime) {
+	switch (fs->opts.atime) {
 	case FSD_NOATIME:
 		return 0;
 	case FSD_STRICTATIME:
 		/* ocfs2's atime_quantum: each update costs an EX cluster lock */
-		return age > (int64_t)fs->atime_quantum;
+		return age > (int64_t)fs->opts.atime_quantum;
 	case FSD_RELATIME:
 		break;
 	}

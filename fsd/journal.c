@@ -1,5 +1,5 @@
 /*
- * The JBD2 writer (ondisk.md §6), as the kernel lays out a log in the
+ * The JBD2 writer (doc/ondisk.md, Journal), as the kernel lays out a log in the
  * slot's journal file, so that fsck.ocfs2 or a kernel node could replay
  * what we leave behind.
  *

@@ -1,12 +1,13 @@
 /*
- * The local alloc window (ondisk.md §4.4, kernel localalloc.c): a run of
- * clusters taken from the global bitmap in one go and recorded in our
- * slot's local_alloc inode, from which file data clusters are handed out
- * without touching the global bitmap (in the cluster, without taking
- * its lock). Every cluster of the window stays set in the global bitmap;
- * inside the window a set bit is in use, a clear bit is still free.
- * Returning the window (unmount, recovery after a crash, or when it is
- * used up) clears the global bits of its still-free clusters.
+ * The local alloc window (doc/ondisk.md, Local alloc; kernel
+ * localalloc.c): a run of clusters taken from the global bitmap in one go
+ * and recorded in our slot's local_alloc inode, from which file data
+ * clusters are handed out without touching the global bitmap (in the
+ * cluster, without taking its lock). Every cluster of the window stays
+ * set in the global bitmap; inside the window a set bit is in use, a
+ * clear bit is still free. Returning the window (unmount, recovery after
+ * a crash, or when it is used up) clears the global bits of its
+ * still-free clusters.
  */
 #include <errno.h>
 #include <stdio.h>

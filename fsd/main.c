@@ -29,8 +29,6 @@ struct cmdline {
 	int		 verbose;
 	int		 debug;
 	unsigned	 threads;
-	enum fsd_atime	 atime;
-	unsigned	 atime_quantum;
 	struct fsd_mount_opts mo;
 	char		*fuse_opts;	/* what FUSE gets from -o */
 };
@@ -110,16 +108,16 @@ parse_o(struct cmdline *c, const char *arg)
 				fatalx("bad threads: %s", opt + 8);
 			c->threads = (unsigned)v;
 		} else if (strcmp(opt, "relatime") == 0) {
-			c->atime = FSD_RELATIME;
+			c->mo.atime = FSD_RELATIME;
 		} else if (strcmp(opt, "noatime") == 0) {
-			c->atime = FSD_NOATIME;
+			c->mo.atime = FSD_NOATIME;
 			append_opt(&c->fuse_opts, "noatime");	/* shows in /proc/mounts */
 		} else if (strcmp(opt, "strictatime") == 0) {
-			c->atime = FSD_STRICTATIME;
+			c->mo.atime = FSD_STRICTATIME;
 		} else if (strncmp(opt, "atime_quantum=", 14) == 0) {
 			if (parse_ulong(opt + 14, 10, UINT_MAX, &v) == -1)
 				fatalx("bad atime_quantum: %s", opt + 14);
-			c->atime_quantum = (unsigned)v;
+			c->mo.atime_quantum = (unsigned)v;
 		} else if (strncmp(opt, "link_wait=", 10) == 0) {
 			if (parse_ulong(opt + 10, 10, 3600, &v) == -1 || v == 0)
 				fatalx("bad link wait: %s", opt + 10);
@@ -127,11 +125,11 @@ parse_o(struct cmdline *c, const char *arg)
 		} else if (strcmp(opt, "nocluster") == 0) {
 			c->mo.nocluster = 1;
 		} else if (strcmp(opt, "writeback_cache=0") == 0 || strcmp(opt, "no_writeback_cache") == 0) {
-			fsd_writeback_cache = 0;
+			c->mo.writeback_cache = 0;
 		} else if (strncmp(opt, "attr_timeout=", 13) == 0) {
-			fsd_timeouts.attr = atof(opt + 13);
+			c->mo.attr_timeout = atof(opt + 13);
 		} else if (strncmp(opt, "entry_timeout=", 14) == 0) {
-			fsd_timeouts.entry = atof(opt + 14);
+			c->mo.entry_timeout = atof(opt + 14);
 		} else
 			append_opt(&c->fuse_opts, opt);
 	}
@@ -152,7 +150,9 @@ parse_cmdline(struct cmdline *c, int argc, char **argv)
 	c->mo.cache_blocks = 16384;
 	c->mo.lock_cache = 16384;
 	c->threads = 8;
-	c->atime_quantum = 60;	/* ocfs2's default */
+	c->mo.atime_quantum = 60;	/* ocfs2's default */
+	c->mo.attr_timeout = c->mo.entry_timeout = 1.0;
+	c->mo.writeback_cache = 1;
 	while ((ch = getopt_long(argc, argv, "fvdo:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
@@ -206,12 +206,10 @@ main(int argc, char **argv)
 		free(canon);
 		return 1;
 	}
-	fs.atime = c.atime;
-	fs.atime_quantum = c.atime_quantum;
 	if (fs.glue != NULL) {
 		/* what another node changes must show at once: the kernel keeps nothing */
-		fsd_timeouts.attr = fsd_timeouts.entry = 0;
-		fsd_writeback_cache = 0;
+		fs.opts.attr_timeout = fs.opts.entry_timeout = 0;
+		fs.opts.writeback_cache = 0;
 	}
 	/*
 	 * The kernel does the permission checks from our attributes, as for

@@ -13,10 +13,6 @@
 
 #define FSD_READAHEAD	(4u << 20)	/* bytes the kernel reads ahead of a reader */
 
-struct fsd_timeouts fsd_timeouts = { 1.0, 1.0 };
-int fsd_writeback_cache = 1;
-int fsd_writeback_active;
-
 void
 fsd_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -49,9 +45,9 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 	 * Not in a cluster (main.c turns it off): pages another node must
 	 * see cannot wait in this kernel.
 	 */
-	if (fsd_writeback_cache && !fs->readonly && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
+	if (fs->opts.writeback_cache && !fs->readonly && (conn->capable & FUSE_CAP_WRITEBACK_CACHE)) {
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
-		fsd_writeback_active = 1;
+		fs->writeback_active = 1;
 	}
 	log_debug("FUSE protocol %u.%u, max_read %u, max_write %u, %s", conn->proto_major,
 	    conn->proto_minor, conn->max_read, conn->max_write,

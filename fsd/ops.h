@@ -10,17 +10,6 @@
 
 #include "fsd.h"
 
-/* How long the kernel may trust what we reply (seconds). */
-struct fsd_timeouts {
-	double	entry;
-	double	attr;
-};
-extern struct fsd_timeouts fsd_timeouts;
-/* -o writeback_cache=0 turns the kernel's write-behind off. */
-extern int fsd_writeback_cache;
-/* What the kernel granted: with it, the kernel keeps mtime/ctime and sends them. */
-extern int fsd_writeback_active;
-
 static inline struct fsd *
 fsd_of(fuse_req_t req)
 {

@@ -74,7 +74,7 @@ struct pending {
 };
 
 static int
-collect_cb(void *arg, const struct fsd_dirent *d)
+readdir_collect(void *arg, const struct fsd_dirent *d)
 {
 	struct pending *p = arg;
 
@@ -127,7 +127,7 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 		goto out;
 	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0) {
 		rc = dir_iterate(fs, (const struct ocfs2_dinode *)b->data, (uint64_t)off,
-		    collect_cb, &p);
+		    readdir_collect, &p);
 		clock_gettime(CLOCK_REALTIME, &now);
 		touch = rc >= 0 && inode_atime_due(fs, (const struct ocfs2_dinode *)b->data, &now);
 		inode_unlock_block(fs, ip, LKM_PR, b);

@@ -171,9 +171,9 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 		if (rc == -ENOSPC && fsd_reclaim(fs))
 			rc = file_writepage(fs, ip, (uint64_t)off, buf, size);
 	} else {
-		rc = file_write(fs, ip, at, buf, size, !fsd_writeback_active);
+		rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
 		if (rc == -ENOSPC && fsd_reclaim(fs))
-			rc = file_write(fs, ip, at, buf, size, !fsd_writeback_active);
+			rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
 	}
 	inode_put(fs, ip);
 	if (rc != 0)

@@ -42,8 +42,8 @@ fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e)
 	inode_to_stat(fs, di, &e->attr);
 	e->ino = fsd_blkno_to_ino(fs, blkno);
 	e->generation = LE32(di->i_generation);
-	e->attr_timeout = fsd_timeouts.attr;
-	e->entry_timeout = fsd_timeouts.entry;
+	e->attr_timeout = fs->opts.attr_timeout;
+	e->entry_timeout = fs->opts.entry_timeout;
 	inode_unlock_block(fs, ip, LKM_PR, b);
 	inode_lookup_ref(fs, ip);
 	inode_put(fs, ip);
@@ -154,7 +154,7 @@ fsd_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
-	fuse_reply_attr(req, &st, fsd_timeouts.attr);
+	fuse_reply_attr(req, &st, fs->opts.attr_timeout);
 }
 
 static int
@@ -347,5 +347,5 @@ out:
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
-	fuse_reply_attr(req, &st, fsd_timeouts.attr);
+	fuse_reply_attr(req, &st, fs->opts.attr_timeout);
 }

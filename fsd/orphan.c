@@ -1,11 +1,11 @@
 /*
- * The orphan directory (ondisk.md §5.7): an inode whose last name goes
- * away is moved into our slot's orphan_dir, named by its block number
- * in 16 hex digits, and deleted only when nothing uses it any more (the
- * kernel forgot it, or at mount/unmount for what a crash or an unmount
- * left behind). Deleting it: its clusters go through the truncate log,
- * then the orphan entry, the inode and its allocator bit go in one
- * transaction.
+ * The orphan directory (doc/ondisk.md, Orphan directories): an inode
+ * whose last name goes away is moved into our slot's orphan_dir, named by
+ * its block number in 16 hex digits, and deleted only when nothing uses
+ * it any more (the kernel forgot it, or at mount/unmount for what a crash
+ * or an unmount left behind). Deleting it: its clusters go through the
+ * truncate log, then the orphan entry, the inode and its allocator bit go
+ * in one transaction.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -262,7 +262,7 @@ struct collect {
 };
 
 static int
-collect_cb(void *arg, const struct fsd_dirent *d)
+orphan_collect(void *arg, const struct fsd_dirent *d)
 {
 	struct collect *c = arg;
 
@@ -289,7 +289,7 @@ orphan_recover(struct fsd *fs, int slot)
 	if ((rc = inode_get(fs, fs->slots[slot].orphan_dir, &op)) != 0)
 		return rc;
 	if ((rc = inode_lock_block(fs, op, LKM_PR, &ob)) == 0) {
-		rc = dir_iterate(fs, (const struct ocfs2_dinode *)ob->data, 0, collect_cb, &c);
+		rc = dir_iterate(fs, (const struct ocfs2_dinode *)ob->data, 0, orphan_collect, &c);
 		inode_unlock_block(fs, op, LKM_PR, ob);
 	}
 	inode_put(fs, op);

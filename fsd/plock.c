@@ -72,7 +72,7 @@ struct fsd_plocks {
 /* ---- one node's table -------------------------------------------------- */
 
 static struct plock_inode **
-bucket(struct fsd_plocks *pl, uint64_t ino)
+inode_bucket(struct fsd_plocks *pl, uint64_t ino)
 {
 	return &pl->hash[(ino * 0x9E3779B97F4A7C15ULL) >> 56];
 }
@@ -80,7 +80,7 @@ bucket(struct fsd_plocks *pl, uint64_t ino)
 static struct plock_inode *
 inode_of(struct fsd_plocks *pl, uint64_t ino, int create)
 {
-	struct plock_inode **pp = bucket(pl, ino), *pi;
+	struct plock_inode **pp = inode_bucket(pl, ino), *pi;
 
 	for (pi = *pp; pi != NULL; pi = pi->next)
 		if (pi->ino == ino)
@@ -98,7 +98,7 @@ inode_of(struct fsd_plocks *pl, uint64_t ino, int create)
 static void
 plock_inode_drop(struct fsd_plocks *pl, struct plock_inode *pi)
 {
-	struct plock_inode **pp = bucket(pl, pi->ino);
+	struct plock_inode **pp = inode_bucket(pl, pi->ino);
 
 	while (*pp != pi)
 		pp = &(*pp)->next;

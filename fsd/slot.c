@@ -1,5 +1,5 @@
 /*
- * The slot map (ondisk.md §7.1): which node uses which slot's journal,
+ * The slot map (doc/ondisk.md, Slot map): which node uses which slot's journal,
  * allocators and orphan dir. It is written in place, never through the
  * log, under the SUPER lock in a cluster. Without a cluster (a local or
  * nocluster mount) fsd can neither share a volume with a live node nor

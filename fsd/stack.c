@@ -44,7 +44,7 @@ connect_daemon(const char *rundir, const char *daemon, char *err, size_t errlen)
 
 /* One request: the reply (status and, unless NOT_SET, payload checked), or NULL with err set. */
 static Envelope *
-call(int fd, const char *daemon, Envelope *req, Envelope__PayloadCase want, char *err,
+daemon_call(int fd, const char *daemon, Envelope *req, Envelope__PayloadCase want, char *err,
     size_t errlen)
 {
 	Envelope *rep = NULL;
@@ -74,7 +74,7 @@ check_cluster(struct fsd *fs, int nmd, char *err, size_t errlen)
 	int rc = 0;
 
 	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
-	if ((rep = call(nmd, "nmd", &req, ENVELOPE__PAYLOAD_CONFIG, err, errlen)) == NULL)
+	if ((rep = daemon_call(nmd, "nmd", &req, ENVELOPE__PAYLOAD_CONFIG, err, errlen)) == NULL)
 		return -1;
 	if (rep->config->cluster[0] == '\0') {
 		snprintf(err, errlen, "nmd has no cluster configured");
@@ -110,7 +110,7 @@ acquire_region(struct fsd *fs, int nmd, char *err, size_t errlen)
 	req.type = MSG_TYPE__MSG_NMD_REGION_ACQUIRE;
 	req.payload_case = ENVELOPE__PAYLOAD_REGION_ACQUIRE;
 	req.region_acquire = &ra;
-	if ((rep = call(nmd, "nmd", &req, ENVELOPE__PAYLOAD__NOT_SET, err, errlen)) == NULL)
+	if ((rep = daemon_call(nmd, "nmd", &req, ENVELOPE__PAYLOAD__NOT_SET, err, errlen)) == NULL)
 		return -1;
 	envelope__free_unpacked(rep, NULL);
 	return 0;
@@ -126,7 +126,7 @@ region_state(int hbd, const char *uuid, unsigned *interval_ms, char *err, size_t
 	int state = 0;
 
 	req.type = MSG_TYPE__MSG_HBD_STATUS;
-	if ((rep = call(hbd, "hbd", &req, ENVELOPE__PAYLOAD_HB_STATUS, err, errlen)) == NULL)
+	if ((rep = daemon_call(hbd, "hbd", &req, ENVELOPE__PAYLOAD_HB_STATUS, err, errlen)) == NULL)
 		return -1;
 	st = rep->hb_status;
 	*interval_ms = st->interval_ms;
@@ -158,7 +158,7 @@ links_state(int netd, unsigned *node, char *missing, size_t mlen, char *err, siz
 	int ok = 1;
 
 	req.type = MSG_TYPE__MSG_NETD_STATUS;
-	if ((rep = call(netd, "netd", &req, ENVELOPE__PAYLOAD_NET_STATUS, err, errlen)) == NULL)
+	if ((rep = daemon_call(netd, "netd", &req, ENVELOPE__PAYLOAD_NET_STATUS, err, errlen)) == NULL)
 		return -1;
 	st = rep->net_status;
 	*node = st->local_node;

@@ -47,7 +47,7 @@ static const struct feature_name {
 /*
  * What fsd implements. The max-compat feature level plus what a
  * clustered mkfs adds (extended-slotmap, clusterinfo) and what a local
- * volume carries (local). Default-level features come with later issues.
+ * volume carries (local). Default-level features are refused.
  */
 #define FSD_COMPAT_SUPP		(OCFS2_FEATURE_COMPAT_BACKUP_SB | OCFS2_FEATURE_COMPAT_JBD2_SB)
 #define FSD_INCOMPAT_SUPP	(OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT | \
@@ -283,9 +283,10 @@ recover_offline_slots(struct fsd *fs)
 
 /*
  * Read-write: take a slot, replay its journal if a crash left it dirty,
- * then open it for this session and mark it dirty (ondisk.md §6.5, §7.3).
- * With a cluster all of it runs under SUPER EX (cluster-stack.md §6.3),
- * and our journal lock is held EX for as long as we are mounted: other
+ * then open it for this session and mark it dirty (doc/ondisk.md, When a
+ * journal is replayed, and Mount state). With a cluster all of it runs
+ * under SUPER EX (doc/cluster-stack.md, Mount and unmount), and our
+ * journal lock is held EX for as long as we are mounted: other
  * nodes' trylock of it is how they tell we are alive.
  */
 static int
@@ -376,6 +377,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 
 	memset(fs, 0, sizeof(*fs));
 	fs->slot = -1;
+	fs->opts = *o;
 	fs->readonly = o->readonly;
 	pthread_mutex_init(&fs->err_mtx, NULL);
 	pthread_mutex_init(&fs->wipe_mtx, NULL);

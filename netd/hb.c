@@ -126,15 +126,11 @@ static const struct ipc_handler hb_events[] = {
 	{ MSG_TYPE__MSG_HBD_UNFENCED, ENVELOPE__PAYLOAD_UNFENCED_EVENT, on_unfenced },
 };
 
-/*
- * hbd hands every event to the next role only after we ack it, so we ack
- * each one once acted on, those we ignore included.
- */
+/* hbd hands an event to the next role only once we ack it (hb_dispatch). */
 static void
-on_event(struct ipc_conn *c, const Envelope *ev)
+hbd_event(struct ipc_conn *c, const Envelope *ev)
 {
-	if (ipc_event_dispatch(c, ev, hb_events, nitems(hb_events), "hbd") != -1)
-		hb_ack(c, ev);
+	hb_dispatch(c, ev, hb_events, nitems(hb_events));
 }
 
 /*
@@ -163,7 +159,7 @@ hbd_up(struct ipc_conn *c, void *arg)
 void
 hb_start(struct netd *nd)
 {
-	ipc_redial(nd->base, nd->rundir, "hbd", HBD_RETRY_MS, on_event, hbd_up,
+	ipc_redial(nd->base, nd->rundir, "hbd", HBD_RETRY_MS, hbd_event, hbd_up,
 	    hbd_down, nd);
 }
 

@@ -22,7 +22,7 @@
 #include "util.h"
 
 static unsigned
-bucket(uint64_t v)
+rpc_bucket(uint64_t v)
 {
 	return (unsigned)((v * 0x9e3779b97f4a7c15ull) >> 54) % RPC_HASH;
 }
@@ -41,7 +41,7 @@ rpc_send(struct netd *nd, struct link *l, struct rpc *r)
 	h.msg_num = r->msg_num;
 	r->sent = 1;
 	TAILQ_INSERT_TAIL(&l->sent, r, node_entry);
-	LIST_INSERT_HEAD(&l->hash[bucket(r->msg_num)], r, hash_entry);
+	LIST_INSERT_HEAD(&l->hash[rpc_bucket(r->msg_num)], r, hash_entry);
 	l->npending++;
 	l->node->nsent++;
 	link_send_frame(l, &h, r->payload, r->len);
@@ -150,7 +150,7 @@ rpc_on_reply(struct link *l, const struct wire_hdr *h, const uint8_t *payload)
 {
 	struct rpc *r;
 
-	LIST_FOREACH(r, &l->hash[bucket(h->msg_num)], hash_entry)
+	LIST_FOREACH(r, &l->hash[rpc_bucket(h->msg_num)], hash_entry)
 		if (r->msg_num == h->msg_num)
 			break;
 	if (r == NULL) {
@@ -189,7 +189,7 @@ rpc_on_request(struct link *l, const struct wire_hdr *h, const uint8_t *payload)
 void
 rpc_inbound_add(struct netd *nd, struct inbound *ib)
 {
-	LIST_INSERT_HEAD(&nd->inbound[bucket(ib->handle)], ib, hash_entry);
+	LIST_INSERT_HEAD(&nd->inbound[rpc_bucket(ib->handle)], ib, hash_entry);
 	ib->hashed = 1;
 }
 
@@ -198,7 +198,7 @@ rpc_inbound_find(struct netd *nd, uint64_t handle)
 {
 	struct inbound *ib;
 
-	LIST_FOREACH(ib, &nd->inbound[bucket(handle)], hash_entry)
+	LIST_FOREACH(ib, &nd->inbound[rpc_bucket(handle)], hash_entry)
 		if (ib->handle == handle)
 			return ib;
 	return NULL;

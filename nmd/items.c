@@ -1,8 +1,9 @@
 /*
  * The configuration tree and its rules, as the kernel's o2nm and o2hb
- * configfs items enforce them (cluster-stack.md §1.1-1.4). Both the FUSE
- * tree and nmd.sock go through nm_mkdir, nm_rmdir and nm_attr_write, so
- * an admin's echo and a daemon's request are judged alike.
+ * configfs items enforce them (doc/cluster-stack.md, Configfs tree). Both
+ * the FUSE tree and nmd.sock go through nm_mkdir, nm_rmdir and
+ * nm_attr_write, so an admin's echo and a daemon's request are judged
+ * alike.
  */
 #include <sys/stat.h>
 

@@ -84,7 +84,7 @@ remaining(int64_t deadline)
 }
 
 static int
-refuse(struct dlmc *c, int err, const char *why)
+fail_with(struct dlmc *c, int err, const char *why)
 {
 	snprintf(c->error, sizeof(c->error), "%s", why);
 	errno = err;
@@ -232,7 +232,7 @@ read_available(struct dlmc *c)
 
 /* Wait up to timeout_ms for the socket, then read; 0 even when nothing came. */
 static int
-fill(struct dlmc *c, int timeout_ms)
+read_wait(struct dlmc *c, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
 	int r;
@@ -314,7 +314,7 @@ request(struct dlmc *c, Envelope *env, struct dlmc_req *r)
 
 /* A blocking request: 0 with *rep (the caller frees it), or -1. */
 static int
-call(struct dlmc *c, Envelope *env, Envelope **rep)
+call_wait(struct dlmc *c, Envelope *env, Envelope **rep)
 {
 	struct dlmc_req *r = xcalloc(1, sizeof(*r));
 	int64_t deadline = deadline_of(c->timeout_ms);
@@ -326,7 +326,7 @@ call(struct dlmc *c, Envelope *env, Envelope **rep)
 		return -1;
 	}
 	while (r->rep == NULL) {
-		if (fill(c, remaining(deadline)) == -1) {
+		if (read_wait(c, remaining(deadline)) == -1) {
 			err = errno;
 			TAILQ_REMOVE(&c->reqs, r, entry);
 			free(r);
@@ -367,7 +367,7 @@ ast_from(const Dlmd__Ast *a, struct dlmc_ast *ast)
 }
 
 static void
-deliver(struct dlmc *c, struct dlmc_item *it)
+deliver_item(struct dlmc *c, struct dlmc_item *it)
 {
 	Envelope *env = it->env;
 	struct dlmc_ast ast;
@@ -446,7 +446,7 @@ again:
 		}
 		TAILQ_REMOVE(&c->items, it, entry);
 		c->nitems--;
-		deliver(c, it);
+		deliver_item(c, it);
 		(*ran)++;
 		/* The callback may have run the queue itself. */
 		goto again;
@@ -571,7 +571,7 @@ check_domain(struct dlmc *c, const char *domain)
 	size_t len = domain != NULL ? strlen(domain) : 0;
 
 	if (len == 0 || len > DLMC_DOMAIN_MAX)
-		return refuse(c, EINVAL, "a domain name has 1 to 64 bytes");
+		return fail_with(c, EINVAL, "a domain name has 1 to 64 bytes");
 	return 0;
 }
 
@@ -590,11 +590,11 @@ dlmc_join(struct dlmc *c, const char *domain, unsigned flags, struct dlmc_domain
 	req.type = MSG_TYPE__MSG_DLMD_JOIN;
 	req.payload_case = ENVELOPE__PAYLOAD_DOMAIN;
 	req.domain = &d;
-	if (call(c, &req, &rep) == -1)
+	if (call_wait(c, &req, &rep) == -1)
 		return -1;
 	if (rep->payload_case != ENVELOPE__PAYLOAD_DOMAIN_INFO) {
 		envelope__free_unpacked(rep, NULL);
-		return refuse(c, EPROTO, "dlmd's join reply has no DomainInfo");
+		return fail_with(c, EPROTO, "dlmd's join reply has no DomainInfo");
 	}
 	if (info != NULL) {
 		di = rep->domain_info;
@@ -624,7 +624,7 @@ dlmc_leave(struct dlmc *c, const char *domain)
 	req.type = MSG_TYPE__MSG_DLMD_LEAVE;
 	req.payload_case = ENVELOPE__PAYLOAD_DOMAIN;
 	req.domain = &d;
-	if (call(c, &req, &rep) == -1)
+	if (call_wait(c, &req, &rep) == -1)
 		return -1;
 	envelope__free_unpacked(rep, NULL);
 	return 0;
@@ -638,10 +638,10 @@ lock_env(struct dlmc *c, const struct dlmc_lock_args *a, Envelope *env,
 	if (check_domain(c, a->domain) == -1)
 		return -1;
 	if (a->mode != DLMC_NL && a->mode != DLMC_PR && a->mode != DLMC_EX)
-		return refuse(c, EINVAL, "modes are NL, PR and EX");
+		return fail_with(c, EINVAL, "modes are NL, PR and EX");
 	if (!(a->flags & DLMC_F_CONVERT) &&
 	    (a->name == NULL || a->namelen == 0 || a->namelen > DLMC_NAME_MAX))
-		return refuse(c, EINVAL, "a lock name has 1 to 32 bytes");
+		return fail_with(c, EINVAL, "a lock name has 1 to 32 bytes");
 	lr->domain = (char *)a->domain;
 	lr->name.data = (uint8_t *)a->name;
 	lr->name.len = a->name != NULL ? a->namelen : 0;
@@ -665,11 +665,11 @@ dlmc_lock(struct dlmc *c, const struct dlmc_lock_args *a, uint64_t *lockid)
 	Envelope req = ENVELOPE__INIT, *rep;
 	Dlmd__LockRequest lr = DLMD__LOCK_REQUEST__INIT;
 
-	if (lock_env(c, a, &req, &lr) == -1 || call(c, &req, &rep) == -1)
+	if (lock_env(c, a, &req, &lr) == -1 || call_wait(c, &req, &rep) == -1)
 		return -1;
 	if (rep->payload_case != ENVELOPE__PAYLOAD_LOCK_ACCEPTED) {
 		envelope__free_unpacked(rep, NULL);
-		return refuse(c, EPROTO, "dlmd's lock reply has no lock id");
+		return fail_with(c, EPROTO, "dlmd's lock reply has no lock id");
 	}
 	*lockid = rep->lock_accepted->lockid;
 	envelope__free_unpacked(rep, NULL);
@@ -702,7 +702,7 @@ dlmc_unlock(struct dlmc *c, const char *domain, uint64_t lockid,
 	if (check_domain(c, domain) == -1)
 		return -1;
 	unlock_env(domain, lockid, flags, lvb, &req, &ur);
-	if (call(c, &req, &rep) == -1)
+	if (call_wait(c, &req, &rep) == -1)
 		return -1;
 	envelope__free_unpacked(rep, NULL);
 	return 0;
@@ -730,7 +730,7 @@ dlmc_lock_send(struct dlmc *c, const struct dlmc_lock_args *a,
 	Dlmd__LockRequest lr = DLMD__LOCK_REQUEST__INIT;
 
 	if (fn == NULL)
-		return refuse(c, EINVAL, "an asynchronous request needs a reply function");
+		return fail_with(c, EINVAL, "an asynchronous request needs a reply function");
 	if (lock_env(c, a, &req, &lr) == -1)
 		return -1;
 	return send_async(c, &req, fn, arg);
@@ -744,7 +744,7 @@ dlmc_unlock_send(struct dlmc *c, const char *domain, uint64_t lockid,
 	Dlmd__UnlockRequest ur = DLMD__UNLOCK_REQUEST__INIT;
 
 	if (fn == NULL)
-		return refuse(c, EINVAL, "an asynchronous request needs a reply function");
+		return fail_with(c, EINVAL, "an asynchronous request needs a reply function");
 	if (check_domain(c, domain) == -1)
 		return -1;
 	unlock_env(domain, lockid, flags, lvb, &req, &ur);
@@ -765,7 +765,7 @@ dlmc_wait_ast(struct dlmc *c, uint64_t lockid, int timeout_ms,
 			rc = 0;
 			break;
 		}
-		if (fill(c, remaining(deadline)) == -1) {
+		if (read_wait(c, remaining(deadline)) == -1) {
 			rc = -1;
 			break;
 		}
@@ -796,7 +796,7 @@ dlmc_lock_wait(struct dlmc *c, const struct dlmc_lock_args *a, int timeout_ms,
 		if (dlmc_wait_ast(c, *lockid, CANCEL_WAIT_MS, ast) == -1)
 			return -1;
 		if (ast->status == ECANCELED)
-			return refuse(c, ETIMEDOUT, "timed out waiting for the lock");
+			return fail_with(c, ETIMEDOUT, "timed out waiting for the lock");
 	}
 	if (ast->status != 0) {
 		snprintf(c->error, sizeof(c->error), "%s", ast->status == EAGAIN ?

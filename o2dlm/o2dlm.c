@@ -106,7 +106,7 @@ find_lock(struct o2dlm_ctxt *ctxt, const char *lockid)
 }
 
 static void
-on_bast(struct dlmc *c, const struct dlmc_bast *b, void *arg)
+ctxt_bast(struct dlmc *c, const struct dlmc_bast *b, void *arg)
 {
 	struct o2dlm_ctxt *ctxt = arg;
 	struct o2dlm_lock_res *lr;
@@ -144,7 +144,7 @@ valid_lock_name(const char *lockid)
 errcode_t
 o2dlm_initialize(const char *rundir, const char *domain, struct o2dlm_ctxt **ctxt)
 {
-	static const struct dlmc_callbacks cb = { .bast = on_bast };
+	static const struct dlmc_callbacks cb = { .bast = ctxt_bast };
 	struct o2dlm_ctxt *x;
 	size_t len;
 	errcode_t ret;

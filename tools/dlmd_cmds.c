@@ -96,7 +96,7 @@ print_domain_json(const Dlmd__DomainInfo *d)
 }
 
 static void
-print_status_json(const Envelope *rep)
+dlmd_status_json(const Envelope *rep)
 {
 	const Dlmd__DlmStatus *st = rep->dlm_status;
 	int first = 1;
@@ -117,7 +117,7 @@ print_status_json(const Envelope *rep)
 }
 
 static void
-print_status_text(const Envelope *rep)
+dlmd_status_text(const Envelope *rep)
 {
 	const Dlmd__DlmStatus *st = rep->dlm_status;
 	size_t i;
@@ -153,7 +153,7 @@ cmd_dlm(struct o2ctl *ctl, int argc, char **argv)
 	if (argc != 1)
 		return EX_USAGE;
 	return ctl_show(ctl, "dlmd", MSG_TYPE__MSG_DLMD_STATUS,
-	    ENVELOPE__PAYLOAD_DLM_STATUS, print_status_json, print_status_text);
+	    ENVELOPE__PAYLOAD_DLM_STATUS, dlmd_status_json, dlmd_status_text);
 }
 
 static const char *const queue_names[] = { "granted", "converting", "blocked" };

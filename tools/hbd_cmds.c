@@ -26,7 +26,7 @@
 
 /* Subscribe to hbd; *st gets the membership we start from. -1: hbd is down. */
 static int
-hb_subscribe(struct o2ctl *ctl, Hbd__Role role, Envelope **st)
+hbd_subscribe_sync(struct o2ctl *ctl, Hbd__Role role, Envelope **st)
 {
 	Envelope req = ENVELOPE__INIT;
 	Hbd__HbSubscribe sub = HBD__HB_SUBSCRIBE__INIT;
@@ -86,7 +86,7 @@ wait_region_event(int fd, const char *uuid, int timeout_ms, char **why)
 }
 
 static int
-region_release(struct o2ctl *ctl, const char *uuid)
+nmd_region_release(struct o2ctl *ctl, const char *uuid)
 {
 	Envelope req = ENVELOPE__INIT, *rep = NULL;
 	Nmd__ItemPath ip = NMD__ITEM_PATH__INIT;
@@ -104,7 +104,7 @@ region_release(struct o2ctl *ctl, const char *uuid)
 
 /* o2ctl heartbeat start DEVICE: ocfs2_hb_ctl -S -d DEVICE, persistent. */
 static int
-hb_start(struct o2ctl *ctl, const char *dev)
+heartbeat_start(struct o2ctl *ctl, const char *dev)
 {
 	Envelope req = ENVELOPE__INIT, *rep = NULL, *st = NULL;
 	Nmd__RegionAcquire ra = NMD__REGION_ACQUIRE__INIT;
@@ -126,7 +126,7 @@ hb_start(struct o2ctl *ctl, const char *dev)
 		return EX_FAIL;
 	}
 	/* Subscribe before the region exists: its start cannot slip past us. */
-	fd = hb_subscribe(ctl, HBD__ROLE__ROLE_OBSERVER, &st);
+	fd = hbd_subscribe_sync(ctl, HBD__ROLE__ROLE_OBSERVER, &st);
 	ra.name = v.uuid;
 	ra.block_bytes = d.block_bytes;
 	ra.start_block = d.start_block;
@@ -160,7 +160,7 @@ hb_start(struct o2ctl *ctl, const char *dev)
 	} else {
 		fprintf(stderr, "o2ctl: heartbeat on %s (region %s) did not start: %s\n",
 		    path, v.uuid, kind == -1 ? "no answer from hbd in time" : why);
-		region_release(ctl, v.uuid);	/* undo our reference */
+		nmd_region_release(ctl, v.uuid);	/* undo our reference */
 		rc = EX_FAIL;
 	}
 out:
@@ -199,7 +199,7 @@ nmd_has_region(struct o2ctl *ctl, const char *uuid)
 
 /* o2ctl heartbeat stop DEVICE|UUID: drop one persistent reference. */
 static int
-hb_stop(struct o2ctl *ctl, const char *arg)
+heartbeat_stop(struct o2ctl *ctl, const char *arg)
 {
 	Envelope *st = NULL;
 	struct volume v;
@@ -215,9 +215,9 @@ hb_stop(struct o2ctl *ctl, const char *arg)
 		fprintf(stderr, "o2ctl: %s\n", err);
 		return EX_FAIL;
 	}
-	fd = hb_subscribe(ctl, HBD__ROLE__ROLE_OBSERVER, &st);
+	fd = hbd_subscribe_sync(ctl, HBD__ROLE__ROLE_OBSERVER, &st);
 	running = fd != -1 && status_region(st->hb_status, uuid) != NULL;
-	if ((rc = region_release(ctl, uuid)) != EX_OK)
+	if ((rc = nmd_region_release(ctl, uuid)) != EX_OK)
 		goto out;
 	if (!running)
 		goto out;
@@ -241,7 +241,7 @@ out:
 }
 
 static void
-print_status_json(const Envelope *rep)
+hbd_status_json(const Envelope *rep)
 {
 	const Hbd__HbStatus *s = rep->hb_status;
 	int first = 1, f2, f3;
@@ -312,7 +312,7 @@ print_status_json(const Envelope *rep)
 }
 
 static void
-print_status_text(const Envelope *rep)
+hbd_status_text(const Envelope *rep)
 {
 	const Hbd__HbStatus *s = rep->hb_status;
 	size_t i, j;
@@ -358,10 +358,10 @@ print_status_text(const Envelope *rep)
 }
 
 static int
-hb_status(struct o2ctl *ctl)
+heartbeat_status(struct o2ctl *ctl)
 {
 	return ctl_show(ctl, "hbd", MSG_TYPE__MSG_HBD_STATUS,
-	    ENVELOPE__PAYLOAD_HB_STATUS, print_status_json, print_status_text);
+	    ENVELOPE__PAYLOAD_HB_STATUS, hbd_status_json, hbd_status_text);
 }
 
 /* heartbeat | heartbeat start DEVICE | heartbeat stop DEVICE|UUID */
@@ -369,11 +369,11 @@ int
 cmd_heartbeat(struct o2ctl *ctl, int argc, char **argv)
 {
 	if (argc == 1)
-		return hb_status(ctl);
+		return heartbeat_status(ctl);
 	if (argc == 3 && strcmp(argv[1], "start") == 0)
-		return hb_start(ctl, argv[2]);
+		return heartbeat_start(ctl, argv[2]);
 	if (argc == 3 && strcmp(argv[1], "stop") == 0)
-		return hb_stop(ctl, argv[2]);
+		return heartbeat_stop(ctl, argv[2]);
 	return EX_USAGE;
 }
 
@@ -549,7 +549,7 @@ cmd_hbwatch(struct o2ctl *ctl, int argc, char **argv)
 	if (argc - optind > 1 || (argc - optind == 1 &&
 	    parse_ulong(argv[optind], 10, 1000000, &count) == -1))
 		return EX_USAGE;
-	if ((fd = hb_subscribe(ctl, role, &st)) == -1)
+	if ((fd = hbd_subscribe_sync(ctl, role, &st)) == -1)
 		return EX_DOWN;
 	if (ctl->json) {
 		printf("{\"subscribed\":true,\"live_nodes\":[");

@@ -41,7 +41,7 @@ link_state_name(Netd__LinkState s)
 }
 
 static void
-print_status_json(const Envelope *rep)
+netd_status_json(const Envelope *rep)
 {
 	const Netd__NetStatus *st = rep->net_status;
 	int first = 1, f2;
@@ -92,7 +92,7 @@ print_status_json(const Envelope *rep)
 }
 
 static void
-print_status_text(const Envelope *rep)
+netd_status_text(const Envelope *rep)
 {
 	const Netd__NetStatus *st = rep->net_status;
 	size_t i;
@@ -126,7 +126,7 @@ cmd_net_status(struct o2ctl *ctl, int argc, char **argv)
 	if (argc != 1)
 		return EX_USAGE;
 	return ctl_show(ctl, "netd", MSG_TYPE__MSG_NETD_STATUS,
-	    ENVELOPE__PAYLOAD_NET_STATUS, print_status_json, print_status_text);
+	    ENVELOPE__PAYLOAD_NET_STATUS, netd_status_json, netd_status_text);
 }
 
 /* The status net-echo answers: a checksum, so a sender can tell it got

@@ -208,13 +208,6 @@ cmd_reload(struct o2ctl *ctl, int argc, char **argv)
 	return rc;
 }
 
-static void
-print_warning(const char *msg, void *arg)
-{
-	(void)arg;
-	fprintf(stderr, "warning: %s\n", msg);
-}
-
 /* Everything nmd -n checks, without a daemon: for ExecStartPre and admins. */
 int
 cmd_check_config(struct o2ctl *ctl, int argc, char **argv)
@@ -241,7 +234,7 @@ cmd_check_config(struct o2ctl *ctl, int argc, char **argv)
 		return EX_USAGE;
 	cc = cc_load(argv[optind], tunables, tunables_given, NULL,
 	    node != NULL ? node : host_node_name(), &self, err, sizeof(err),
-	    print_warning, NULL);
+	    cc_warn_stderr, NULL);
 	if (ctl->json) {
 		printf("{");
 		json_key(stdout, &first, "ok");

@@ -1,6 +1,6 @@
 /*
  * A journal as recovery finds it (fsd/journal.c's jbd2_parse_super and
- * fsd/recovery.c's jbd2_replay): the JBD2 superblock, then the log from
+ * fsd/replay.c's jbd2_replay): the JBD2 superblock, then the log from
  * s_start, descriptor blocks and their tags, revoke blocks, commit
  * blocks, wrapping at s_maxlen. The input is one byte (log2 of the block
  * size, 9 to 12) and the journal file from its first block; blocks past

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# fsd read-write mount life cycle (ondisk.md §7.3): the slot is claimed
-# and the journal marked dirty while mounted; a clean unmount empties the
-# log, clears DIRTY_FL and frees the slot; after kill -9 the slot and the
-# dirty journal stay, a read-only mount refuses, and the next read-write
-# mount takes the slot back and recovers. A second fsd for the same node,
-# or another node beside a live one, is refused. fsck -fn is clean after
-# every unmount. The status socket (<rundir>/fsd-<UUID>.sock) reports the
-# mount to o2ctl mounts, keeps a second fsd with the same runtime
-# directory out while it answers, goes with the unmount, and a killed
-# fsd's stale one is replaced.
+# fsd read-write mount life cycle (doc/ondisk.md, Mount state): the slot
+# is claimed and the journal marked dirty while mounted; a clean unmount
+# empties the log, clears DIRTY_FL and frees the slot; after kill -9 the
+# slot and the dirty journal stay, a read-only mount refuses, and the next
+# read-write mount takes the slot back and recovers. A second fsd for the
+# same node, or another node beside a live one, is refused. fsck -fn is
+# clean after every unmount. The status socket (<rundir>/fsd-<UUID>.sock)
+# reports the mount to o2ctl mounts, keeps a second fsd with the same
+# runtime directory out while it answers, goes with the unmount, and a
+# killed fsd's stale one is replaced.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/fsd_lib.inc"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # o2ctl status: each node's view of who is configured, heartbeating and
-# linked, in the JSON shape of ARCHITECTURE.md §7, before and after a
+# linked, in the JSON shape of o2ctl --json status, before and after a
 # node dies.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/hbd_lib.inc"

@@ -36,7 +36,7 @@ Test(fsd_meta, lock_names_follow_ocfs2_lockid)
 {
 	char name[FSD_LOCK_NAME_LEN];
 
-	/* cluster-stack.md §6.1 examples: blkno 0x66720, generation 0x78b84822 */
+	/* doc/cluster-stack.md, Lock names: blkno 0x66720, generation 0x78b84822 */
 	lockres_name(name, sizeof(name), FSD_LOCK_META, 0x66720, 0);
 	cr_assert_str_eq(name, "M000000000000000006672000000000");
 	lockres_name(name, sizeof(name), FSD_LOCK_RW, 0x66720, 0x78b84822);
@@ -258,17 +258,17 @@ Test(fsd_meta, atime_rules)
 	cr_assert_eq(inode_atime_due(&fs, di, &now), 0, "atime in the future");
 
 	/* strictatime: older than the quantum, whatever mtime says */
-	fs.atime = FSD_STRICTATIME;
-	fs.atime_quantum = 60;
+	fs.opts.atime = FSD_STRICTATIME;
+	fs.opts.atime_quantum = 60;
 	set_time(&di->i_atime, &di->i_atime_nsec, now.tv_sec - 60, 0);
 	cr_assert_eq(inode_atime_due(&fs, di, &now), 0);
 	set_time(&di->i_atime, &di->i_atime_nsec, now.tv_sec - 61, 0);
 	cr_assert_eq(inode_atime_due(&fs, di, &now), 1);
 	set_time(&di->i_atime, &di->i_atime_nsec, 800000, 0);
 	set_time(&di->i_mtime, &di->i_mtime_nsec, 900000, 0);
-	fs.atime = FSD_NOATIME;
+	fs.opts.atime = FSD_NOATIME;
 	cr_assert_eq(inode_atime_due(&fs, di, &now), 0);
-	fs.atime = FSD_RELATIME;
+	fs.opts.atime = FSD_RELATIME;
 	cr_assert_eq(inode_atime_due(&fs, di, &now), 1);
 	fs.readonly = 1;
 	cr_assert_eq(inode_atime_due(&fs, di, &now), 0, "never on a read-only mount");

@@ -1,7 +1,7 @@
 /*
  * Quorum, driven synthetically: each case is a script of heartbeat and
  * link events and clock ticks, with the counts and the verdict expected
- * after every step (o2quo's rules, ../shared/design/cluster-stack.md §2.7).
+ * after every step (o2quo's rules, doc/cluster-stack.md, Quorum).
  */
 #include <criterion/criterion.h>
 

@@ -1,5 +1,5 @@
 /*
- * Journal replay (ondisk.md §6.4), as jbd2's recovery.c does it in three
+ * Journal replay (doc/ondisk.md, Replay), as jbd2's recovery.c does it in three
  * passes over the log from s_start: SCAN finds the last transaction
  * whose commit block is present (the first header with the wrong magic
  * or sequence ends the log), REVOKE gathers revoked blocks, REPLAY
