@@ -214,7 +214,7 @@ bench: all $(BENCH_BINS)
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
-# then tests/soak/fault_daemons.sh with every kind of fault and more
+# then tests/integration/fault_daemons.sh with every kind of fault and more
 # rounds (each about 10-20 s; SOAK_FAULT_SEED repeats a schedule).
 # About 95 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
@@ -250,7 +250,7 @@ soak: all
 	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \
 	echo "== fault_daemons: $(SOAK_FAULT_ROUNDS) rounds"; \
 	FAULT_ROUNDS=$(SOAK_FAULT_ROUNDS) $(if $(SOAK_FAULT_SEED),FAULT_SEED=$(SOAK_FAULT_SEED)) \
-	    OCFS2_BUILD=$(BUILD) bash tests/soak/fault_daemons.sh || rc=1; \
+	    OCFS2_BUILD=$(BUILD) bash tests/integration/fault_daemons.sh || rc=1; \
 	exit $$rc
 
 # systemd units: ocfs2.target plus the service of each daemon that is built,

@@ -336,6 +336,7 @@ void	dir_set(struct dlm_domain *, const uint8_t *name, size_t len, unsigned mast
 void	dir_drop(struct dlm_domain *, const uint8_t *name, size_t len);
 void	dir_clear(struct dlm_domain *);
 void	domain_purge_start(struct dlm_domain *);
+const char *name_printable(const uint8_t *, size_t);
 const char *res_printable(const struct dlm_res *);
 
 /* ast.c: delivering grants and BASTs to clients and other nodes. */

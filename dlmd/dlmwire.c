@@ -103,22 +103,33 @@ transient(int err)
 	    err == ENOPROTOOPT;
 }
 
-/* One line per node per UNREACHABLE_LOG_MS while messages wait for it. */
+/*
+ * One line per node per UNREACHABLE_LOG_MS while messages to it fail,
+ * naming the resource of the first: resent here, or (for a failure that
+ * may be the message's own) ended for the caller, whose lock waits.
+ */
 static void
-note_unreachable(struct dlm_domain *d, const struct wire_call *wc, int err)
+note_unreachable(struct dlm_domain *d, const struct wire_call *wc, int err,
+    int resent)
 {
 	unsigned node = wc->node;
 	uint64_t now = now_ms();
+	Dlmwire__Msg *m;
 
 	if (d->unreachable_at[node] != 0 &&
 	    now - d->unreachable_at[node] < UNREACHABLE_LOG_MS) {
 		d->unreachable_more[node]++;
 		return;
 	}
-	log_warnx("domain %s: %s to node %u: %s; sent again every %d ms while "
-	    "node %u is a live member (%u more such failures since the last line)",
-	    d->logname, wire_type_name(wc->type), node, strerror(err),
-	    WIRE_RESEND_MS, node, d->unreachable_more[node]);
+	m = dlmwire__msg__unpack(NULL, wc->len, wc->payload);
+	log_warnx("domain %s: %s of %s to node %u failed: %s; it waits, %s "
+	    "(%u more such failures since the last line)", d->logname,
+	    wire_type_name(wc->type),
+	    m != NULL && m->name.len > 0 ? name_printable(m->name.data, m->name.len) : "-",
+	    node, strerror(err), resent ? "sent again while the node is a live member" :
+	    "until the node is linked again or recovered", d->unreachable_more[node]);
+	if (m != NULL)
+		dlmwire__msg__free_unpacked(m, NULL);
 	d->unreachable_at[node] = now;
 	d->unreachable_more[node] = 0;
 }
@@ -140,7 +151,7 @@ resend_later(struct wire_call *wc, struct dlm_domain *d, int err)
 	if (d == NULL || !transient(err) || wc->node == wc->dlmd->local_node ||
 	    !domain_is_member(d, wc->node) || !wc->dlmd->live[wc->node])
 		return 0;
-	note_unreachable(d, wc, err);
+	note_unreachable(d, wc, err, 1);
 	wc->err = 0;
 	if (event_base_once(wc->dlmd->base, -1, EV_TIMEOUT, resend, wc, &tv) == -1)
 		fatalx("event_base_once");
@@ -162,6 +173,8 @@ call_done(struct wire_call *wc, int err, const uint8_t *payload, size_t len)
 	}
 	if (d != NULL && err == 0)
 		d->unreachable_at[wc->node] = 0;
+	else if (d != NULL && wc->node != wc->dlmd->local_node)
+		note_unreachable(d, wc, err, 0);
 	if (wc->fn != NULL)
 		wc->fn(d, err, rep, wc->arg);
 	if (rep != NULL)

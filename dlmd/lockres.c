@@ -97,22 +97,29 @@ res_free(struct dlm_res *r)
 
 /* Names are often text: print them so when they are, else in hex. */
 const char *
-res_printable(const struct dlm_res *r)
+name_printable(const uint8_t *name, size_t len)
 {
 	static char buf[2 * DLM_NAME_MAX + 1];
 	size_t i;
 
-	for (i = 0; i < r->namelen; i++)
-		if (r->name[i] < 0x20 || r->name[i] > 0x7e)
+	len = len < DLM_NAME_MAX ? len : DLM_NAME_MAX;
+	for (i = 0; i < len; i++)
+		if (name[i] < 0x20 || name[i] > 0x7e)
 			break;
-	if (i == r->namelen) {
-		memcpy(buf, r->name, r->namelen);
-		buf[r->namelen] = '\0';
+	if (i == len) {
+		memcpy(buf, name, len);
+		buf[len] = '\0';
 		return buf;
 	}
-	for (i = 0; i < r->namelen; i++)
-		snprintf(buf + 2 * i, 3, "%02x", r->name[i]);
+	for (i = 0; i < len; i++)
+		snprintf(buf + 2 * i, 3, "%02x", name[i]);
 	return buf;
+}
+
+const char *
+res_printable(const struct dlm_res *r)
+{
+	return name_printable(r->name, r->namelen);
 }
 
 #define COOKIE_BUCKET(c)	((c) % DLM_HASH_BUCKETS)

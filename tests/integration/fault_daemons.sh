@@ -24,8 +24,8 @@
 # schedule stops after the first round whose checks fail: the volume may
 # be damaged, and the rounds after it would not say anything more.
 source "$(dirname "$0")/../lib.sh"
-source "$(dirname "$0")/../integration/netd_lib.inc"
-source "$(dirname "$0")/../integration/fsd_lib.inc"
+source "$(dirname "$0")/netd_lib.inc"
+source "$(dirname "$0")/fsd_lib.inc"
 
 N=3
 ALL_KINDS=(nmd-kill nmd-restart hbd-kill hbd-restart netd-kill netd-restart
