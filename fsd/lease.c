@@ -6,13 +6,16 @@
  * the cost of a clock read; once it has run out, the transfer waits
  * for hbd to renew it, up to the moment the other nodes may have
  * declared us dead. Past that moment, or once hbd revokes it (fencing,
- * the region gone), the lease is lost for good: every transfer fails
- * with EIO until unmount, because another node may already be
- * replaying our journal.
+ * the region gone), the lease is lost for good, because another node may
+ * already be replaying our journal: the transfer fails with EIO and fsd
+ * stops at once, as a fenced node (glue_fence), so that no request goes
+ * on waiting for a cluster lock that will never come.
  *
- * A thread watches the registration: when hbd goes away (it may be
- * restarting, and resume our incarnation in time), it registers again
- * with the next hbd, so that fencing can still kill us.
+ * A thread watches the registration and the lease: when hbd goes away
+ * (it may be restarting, and resume our incarnation in time), it
+ * registers again with the next hbd, so that fencing can still kill us;
+ * and when the lease is lost while no transfer asks (hbd dead or stopped,
+ * every request waiting for a lock), it notices within LEASE_CHECK_MS.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,8 +38,10 @@
 #define REGISTER_TIMEOUT_MS	5000
 #define REDIAL_MS		50
 #define RENEW_POLL_US		2000
+#define LEASE_CHECK_MS		100
 
 struct fsd_lease {
+	struct fsd		*fs;
 	struct hblease_view	 view;
 	char			*sock;		/* hbd.sock */
 	char			 uuid[VOLUME_UUID_HEX + 1];
@@ -97,8 +102,21 @@ lease_lose(struct fsd_lease *l, const char *why)
 	if (atomic_exchange(&l->lost, 1))
 		return;
 	log_err("heartbeat lease of region %s lost (%s): another node may be recovering "
-	    "this node's journal; no more disk I/O, every request fails with EIO "
-	    "until unmount", l->uuid, why);
+	    "this node's journal; no more disk I/O", l->uuid, why);
+	glue_fence(l->fs);
+}
+
+/* Lost for good if revoked, or run out past the moment of our death. */
+static void
+lease_check(struct fsd_lease *l)
+{
+	uint64_t exp = hblease_expires_us(&l->view);
+
+	if (exp == 0)
+		lease_lose(l, "revoked by hbd: fenced, or the region stopped");
+	else if (hblease_now_us() >= hblease_final_us(&l->view, exp))
+		lease_lose(l, "not renewed before the other nodes could declare this "
+		    "node dead");
 }
 
 /*
@@ -140,7 +158,7 @@ lease_gate(void *arg, int write)
 	return -1;
 }
 
-/* Wait for hbd to go away, then register with the next one; until unmount. */
+/* Until unmount: register again with a restarted hbd; check the lease. */
 static void *
 watcher(void *arg)
 {
@@ -155,11 +173,12 @@ watcher(void *arg)
 	for (;;) {
 		p[1].fd = l->hbd_fd;
 		p[1].events = POLLIN;
-		if (poll(p, l->hbd_fd >= 0 ? 2 : 1, l->hbd_fd >= 0 ? -1 : REDIAL_MS) == -1 &&
+		if (poll(p, l->hbd_fd >= 0 ? 2 : 1, l->hbd_fd >= 0 ? LEASE_CHECK_MS : REDIAL_MS) == -1 &&
 		    errno != EINTR)
 			break;
 		if (p[0].revents)
 			break;
+		lease_check(l);
 		if (l->hbd_fd >= 0) {
 			if (!(p[1].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
@@ -191,6 +210,7 @@ lease_start(struct fsd *fs, const char *rundir, char *err, size_t errlen)
 {
 	struct fsd_lease *l = xcalloc(1, sizeof(*l));
 
+	l->fs = fs;
 	l->hbd_fd = l->stop[0] = l->stop[1] = -1;
 	l->view.fd = -1;
 	snprintf(l->uuid, sizeof(l->uuid), "%s", fs->vol.uuid);
