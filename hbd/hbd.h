@@ -303,6 +303,7 @@ struct hbd {
 
 	struct nmd_client	*nmd;		/* nmdlink.c */
 	struct ipc_conn		*netd;		/* nego.c; NULL while netd is away */
+	struct event		*netd_gone_ev;	/* nego.c: netd away too long */
 	uint8_t			 global_acquired[CC_MAX_REGIONS];
 
 	TAILQ_HEAD(, hb_region)	 regions;

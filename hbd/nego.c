@@ -56,6 +56,8 @@
 #include "util.h"
 
 #define NETD_RETRY_MS	1000
+/* A netd away longer than this (twice the dead time, at least) fences. */
+#define NETD_GRACE_MIN_MS	5000
 #define NEGO_SEED_BASE	CC_MAX_REGIONS	/* O2NM_MAX_REGIONS */
 
 /* ---------------------------------------------------------- the rules */
@@ -263,6 +265,53 @@ netd_event(struct ipc_conn *c, const Envelope *ev)
 	ipc_event_dispatch(c, ev, netd_events, nitems(netd_events), "netd");
 }
 
+static void	netd_gone_watch(struct hbd *);
+
+static unsigned
+netd_grace_ms(const struct hbd *h)
+{
+	unsigned ms = 2 * hbd_dead_ms(h);
+
+	return ms > NETD_GRACE_MIN_MS ? ms : NETD_GRACE_MIN_MS;
+}
+
+/*
+ * Without netd this node cannot talk to the others, but they still see
+ * it heartbeat: they wait for it (its locks, its replies) and cannot
+ * recover it. o2quo would fence a node that lost every link; netd, which
+ * applies its rules, is the one that is gone, so a netd not back within
+ * its grace (systemd restarts it well before) fences the node if anyone
+ * depends on a region with other nodes in it.
+ */
+static void
+netd_gone_check(evutil_socket_t fd, short ev, void *arg)
+{
+	struct hbd *h = arg;
+	struct hb_region *r;
+	char why[128];
+
+	(void)fd;
+	(void)ev;
+	if (h->netd != NULL || h->fenced)
+		return;
+	snprintf(why, sizeof(why), "netd has been away for %u ms: the other nodes "
+	    "see us heartbeat but cannot reach us", netd_grace_ms(h));
+	TAILQ_FOREACH(r, &h->regions, entry)
+		if (fence_if_used(h, r, USERS_WRITERS | USERS_LOCKS, why))
+			return;
+	/* nobody needed it yet: look again later */
+	netd_gone_watch(h);
+}
+
+static void
+netd_gone_watch(struct hbd *h)
+{
+	unsigned ms = netd_grace_ms(h);
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	evtimer_add(h->netd_gone_ev, &tv);
+}
+
 /* Our handlers went with the connection: a hung write fences unasked. */
 static void
 netd_down(struct ipc_conn *c, void *arg)
@@ -271,8 +320,10 @@ netd_down(struct ipc_conn *c, void *arg)
 
 	(void)c;
 	log_warnx("without netd, a hung heartbeat write fences without "
-	    "negotiation until it is back");
+	    "negotiation until it is back; if it is not back within %u ms, "
+	    "this node fences", netd_grace_ms(h));
 	h->netd = NULL;
+	netd_gone_watch(h);
 }
 
 static void
@@ -282,6 +333,7 @@ netd_up(struct ipc_conn *c, void *arg)
 	struct hb_region *r;
 
 	h->netd = c;
+	evtimer_del(h->netd_gone_ev);
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if (region_negotiates(r))
 			nego_register(h, r, 1);
@@ -290,6 +342,9 @@ netd_up(struct ipc_conn *c, void *arg)
 void
 nego_start(struct hbd *h)
 {
+	if ((h->netd_gone_ev = evtimer_new(h->base, netd_gone_check, h)) == NULL)
+		fatalx("evtimer_new");
+	netd_gone_watch(h);
 	ipc_redial(h->base, h->rundir, "netd", NETD_RETRY_MS, netd_event, netd_up,
 	    netd_down, h);
 }
