@@ -286,8 +286,8 @@ glue_reco_stop(struct fsd_glue *g)
 void
 glue_fence(struct fsd *fs)
 {
-	(void)fs;
 	/* As a fenced node: not one more write. The journal replays elsewhere. */
 	log_warnx("fsd stops now without writing anything more");
+	fsd_abort_connection(fs);
 	_exit(3);
 }

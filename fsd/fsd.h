@@ -206,6 +206,8 @@ struct fsd {
 	struct fsd_mount_opts opts;		/* what the handlers read */
 	int		 readonly;		/* opts.readonly: no slot, no journal */
 	int		 writeback_active;	/* the kernel granted writeback_cache: it keeps mtime/ctime */
+	int		 fuse_conn_known;	/* fuse_conn found in mountinfo */
+	unsigned	 fuse_conn;		/* our FUSE connection's number in fusectl */
 	unsigned	 bbits, cbits;		/* log2 block / cluster size */
 	unsigned	 bpc;			/* blocks per cluster */
 	uint32_t	 fs_generation;
@@ -742,6 +744,8 @@ int	 orphan_recover(struct fsd *fs, int slot);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fsd_ops;
+/* Fail every request the kernel still waits for: before stopping unmounted. */
+void	 fsd_abort_connection(struct fsd *);
 
 /* Host-endian helpers for the little-endian OCFS2 fields. */
 #define LE16(x)	le16toh(x)

@@ -232,7 +232,7 @@ main(int argc, char **argv)
 		goto out_signals;
 	log_info("%s mounted on %s", c.device, c.mountpoint);
 	if (canon != NULL)
-		fsd_readahead_setup(canon);
+		fsd_mount_setup(&fs, canon);
 	notify_ready();
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, c.threads);

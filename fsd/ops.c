@@ -105,43 +105,82 @@ mountinfo_escape(const char *path, char *out, size_t outlen)
 }
 
 /*
- * The kernel takes max_readahead only up to the mount's read-ahead
- * window, 128 KiB unless someone raises it: sequential reads then reach
- * us 128 KiB at a time, one O_DIRECT read each, at a third of what the
- * disk gives (1 GiB: 460 MB/s, 1.8 GB/s with a 1 MiB window). Raise it,
- * as an admin would through sysfs; only root may, and a failure costs
- * just speed. The mount's device number comes from mountinfo: a stat of
- * the mountpoint would wait for this very process to answer it.
+ * The mount's device number, from mountinfo: a stat of the mountpoint
+ * would wait for this very process to answer it. 0 if found.
  */
-void
-fsd_readahead_setup(const char *mountpoint)
+static int
+mount_device(const char *mountpoint, unsigned *maj, unsigned *min)
 {
-	char want[4 * PATH_MAX], path[64], kb[16], *line = NULL, *mp, *dev, *save;
-	unsigned maj = 0, min = 0;
+	char want[4 * PATH_MAX], *line = NULL, *mp, *dev, *save;
 	size_t cap = 0;
-	int fd, n, found = 0;
+	int found = 0;
 	FILE *f;
 
 	mountinfo_escape(mountpoint, want, sizeof(want));
 	if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
-		return;
+		return -1;
 	/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ...; the last match is on top */
 	while (getline(&line, &cap, f) != -1) {
 		if (strtok_r(line, " ", &save) == NULL || strtok_r(NULL, " ", &save) == NULL ||
 		    (dev = strtok_r(NULL, " ", &save)) == NULL ||
 		    strtok_r(NULL, " ", &save) == NULL || (mp = strtok_r(NULL, " ", &save)) == NULL)
 			continue;
-		if (strcmp(mp, want) == 0 && sscanf(dev, "%u:%u", &maj, &min) == 2)
+		if (strcmp(mp, want) == 0 && sscanf(dev, "%u:%u", maj, min) == 2)
 			found = 1;
 	}
 	free(line);
 	fclose(f);
-	if (!found)
+	return found ? 0 : -1;
+}
+
+/*
+ * Once mounted: the kernel takes max_readahead only up to the mount's
+ * read-ahead window, 128 KiB unless someone raises it: sequential reads
+ * then reach us 128 KiB at a time, one O_DIRECT read each, at a third of
+ * what the disk gives (1 GiB: 460 MB/s, 1.8 GB/s with a 1 MiB window).
+ * Raise it, as an admin would through sysfs; only root may, and a
+ * failure costs just speed. And note the connection's number, for
+ * fsd_abort_connection.
+ */
+void
+fsd_mount_setup(struct fsd *fs, const char *mountpoint)
+{
+	char path[64], kb[16];
+	unsigned maj, min;
+	int fd, n;
+
+	if (mount_device(mountpoint, &maj, &min) != 0)
 		return;
+	/* fusectl names a connection by its device number; FUSE's major is 0 */
+	fs->fuse_conn = min;
+	fs->fuse_conn_known = maj == 0;
 	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
 	n = snprintf(kb, sizeof(kb), "%u\n", FSD_READAHEAD / 1024);
 	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1 || write(fd, kb, (size_t)n) != n)
 		log_debug("%s: %s: read-ahead stays at the kernel's default", path, strerror(errno));
+	if (fd != -1)
+		close(fd);
+}
+
+/*
+ * Before fsd stops without unmounting (fenced, dlmd lost): a thread of
+ * ours may be inside the kernel waiting for a page that a process keeps
+ * locked while it waits for our answer, and a process cannot end while
+ * one of its threads is there. Aborting the connection (fusectl, which
+ * systemd mounts) fails every request still waiting: the page is let go.
+ */
+void
+fsd_abort_connection(struct fsd *fs)
+{
+	char path[64];
+	int fd;
+
+	if (!fs->fuse_conn_known)
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", fs->fuse_conn);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1 || write(fd, "1", 1) != 1)
+		log_warn("%s: cannot abort our FUSE connection; a process waiting "
+		    "for it may keep fsd from ending", path);
 	if (fd != -1)
 		close(fd);
 }

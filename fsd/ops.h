@@ -95,6 +95,6 @@ void	fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
 void	fsd_init(void *userdata, struct fuse_conn_info *conn);
 /* Once mounted (MOUNTPOINT canonical): let the kernel read ahead as far
  * as max_readahead says. */
-void	fsd_readahead_setup(const char *mountpoint);
+void	fsd_mount_setup(struct fsd *, const char *mountpoint);
 
 #endif
