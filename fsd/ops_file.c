@@ -247,6 +247,13 @@ fsd_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_fil
 	(void)fi;
 	if (off < 0)
 		return (void)fuse_reply_err(req, ENXIO);
+	/*
+	 * The kernel asks without writing its dirty pages back first: they
+	 * would pass for holes. Invalidating the file's pages launders them
+	 * (written back through us, other workers) before this returns.
+	 */
+	if (fsd_writeback_active && fs->se != NULL)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	rc = file_seek(fs, ip, (uint64_t)off, whence, &res);
