@@ -710,10 +710,11 @@ leaf_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel, u
 }
 
 /*
- * After an edit of the leaf at the end of p (never left empty): each
- * record on the path starts no later than its subtree and spans up to
- * the next record of its list, or to the subtree's end when it is the
- * last, so that the spans of a list leave no gap.
+ * After an edit of the leaf at the end of p (never left empty): as the
+ * kernel keeps interior records (alloc.c, ocfs2_adjust_adjacent_records),
+ * each record on the path starts where its subtree's first record starts
+ * and spans up to the next record of its list, or to the subtree's end
+ * when it is the last, so that the spans of a list leave no gap.
  */
 static void
 path_fix_spans(struct xpath *p, const unsigned *idx)
@@ -732,8 +733,10 @@ path_fix_spans(struct xpath *p, const unsigned *idx)
 		first = LE32(child->l_recs[0].e_cpos);
 		last = &child->l_recs[cn - 1];
 		end = LE32(last->e_cpos) + rec_clusters(child, last);
-		if (first < LE32(r->e_cpos))
-			r->e_cpos = htole32(first);
+		r->e_cpos = htole32(first);
+		if (k > 0)
+			el->l_recs[k - 1].e_int_clusters =
+			    htole32(first - LE32(el->l_recs[k - 1].e_cpos));
 		if (k + 1 < LE16(el->l_next_free_rec))
 			end = LE32(el->l_recs[k + 1].e_cpos);
 		r->e_int_clusters = htole32(end - LE32(r->e_cpos));

@@ -232,6 +232,52 @@ done
 check "debugfs.ocfs2 sees unwritten extents" sh -c \
     "debugfs.ocfs2 -R 'stat /u' '$IMG' 2>/dev/null | grep -q Unwritten"
 
+echo "-- a depth-2 tree (512-byte blocks): random fallocate modes and writes"
+IMG4=$D/deep.img
+check "mkfs -b 512" garbage_img "$IMG4" 64M -M local --fs-feature-level=max-compat \
+    --fs-features=sparse,unwritten -b 512 -C $CS -J size=4M
+run_check "mount" fsd_mount "$IMG4" "$MNT" -o writeback_cache=0
+# 1500 extents one cluster apart, written in random order, then 300 rounds
+# of a random fallocate (reserve, punch, zero range) and a random write;
+# the model on the host gets the same bytes.
+check "a file of 1500 extents after 300 random changes reads as its model" \
+    python3 - "$MNT/deep" "$MD/deep" <<'EOF'
+import ctypes, os, random, sys
+random.seed(3)
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+model = bytearray(1500 * 2 * 4096)
+os.ftruncate(fd, len(model))
+order = list(range(1500))
+random.shuffle(order)
+for i in order:
+    d = b"%06d" % i
+    os.pwrite(fd, d, i * 8192 + 100)
+    model[i * 8192 + 100:i * 8192 + 106] = d
+for k in range(300):
+    off, ln = random.randrange(0, len(model) - 40000), random.randrange(1, 40000)
+    mode = random.choice([0x1, 0x3, 0x10, 0x11])	# keep, punch|keep, zero, zero|keep
+    if libc.fallocate(fd, mode, ctypes.c_long(off), ctypes.c_long(ln)) != 0:
+        sys.exit("fallocate %#x: %s" % (mode, os.strerror(ctypes.get_errno())))
+    if mode != 0x1:
+        model[off:off + ln] = bytes(ln)
+    d = os.urandom(random.randrange(1, 9000))
+    o = random.randrange(0, len(model) - len(d))
+    os.pwrite(fd, d, o)
+    model[o:o + len(d)] = d
+if os.pread(fd, len(model) + 1, 0) != bytes(model):
+    sys.exit("the file differs from its model")
+os.ftruncate(fd, len(model) // 3)
+open(sys.argv[2], "wb").write(model[:len(model) // 3])
+EOF
+check "... and after a truncate down" cmp "$MNT/deep" "$MD/deep"
+run_check "unmount" fsd_umount "$MNT"
+check "the tree is two levels deep" sh -c \
+    "debugfs.ocfs2 -R 'stat /deep' '$IMG4' 2>/dev/null | grep -q 'Tree Depth: 2'"
+check "fsck clean" fsck_clean "$IMG4"
+debugfs.ocfs2 -R "cat /deep" "$IMG4" >"$D/dbg" 2>/dev/null
+check "debugfs.ocfs2 reads the same bytes" cmp "$D/dbg" "$MD/deep"
+
 echo "-- crash while writing into an unwritten extent"
 run_check "mount with a 1 s commit" fsd_mount "$IMG" "$MNT" -o commit=1,writeback_cache=0
 check "fallocate 8 MiB" fallocate -l 8M "$MNT/crash"
