@@ -209,8 +209,9 @@ bench: all $(BENCH_BINS)
 
 # The soak: fsx on fsd with many more operations and seeds than CI runs
 # (on a max-compat and a sparse volume), on each volume geometry
-# (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's writeback cache off; then fsd_crash.sh with more rounds;
-# then fsd_stress.sh (three nodes) with more seeds and operations; then
+# (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's
+# writeback cache off; then fsd_crash.sh with more rounds; then
+# fsd_stress.sh (three nodes) with more seeds and operations; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).

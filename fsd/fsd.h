@@ -19,11 +19,13 @@
  *   localalloc.c the slot's local alloc window for data clusters
  *   inode.c      in-memory inodes (FUSE lookup counts, per-inode locks),
  *                creating and wiping inodes
- *   extent.c     extent trees of any depth: mapping, growth, truncation
+ *   extent.c     extent trees of any depth: mapping, growth, truncation,
+ *                edits anywhere (sparse files)
  *   dir.c        directory blocks: iteration, lookup, add/remove entries
  *   dirindex.c   in-memory name index of a directory
  *   orphan.c     the orphan directory: unlinked-while-used inodes
  *   data.c       file data reads; file.c file writes and size changes
+ *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
  *   ops*.c       FUSE lowlevel handlers; main.c wiring
  *
  * Nothing here assumes one node: all per-node state hangs off the slot
