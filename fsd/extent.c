@@ -82,6 +82,11 @@ extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 	char why[128];
 
 	memset(ex, 0, sizeof(*ex));
+	if (cpos >= UINT32_MAX) {
+		/* past the last cluster a record can map (a sparse file's size may be) */
+		ex->nblocks = UINT64_MAX - lblk;
+		return 0;
+	}
 	for (;;) {
 		used = LE16(el->l_next_free_rec);
 		if (depth == 0)

@@ -346,7 +346,7 @@ setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 	struct ocfs2_dinode *di;
 	struct fsd_handle h;
 	struct fsd_buf *ib;
-	uint64_t size;
+	uint64_t size, keep;
 	int rc, again;
 
 	do {
@@ -373,8 +373,9 @@ setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 			 * flush the log and go on (the new size is already
 			 * in place, so a crash in between is consistent).
 			 */
-			rc = extent_truncate(&h, ib, (uint32_t)((newsize + fs->vol.cluster_bytes - 1)
-			    >> fs->cbits));
+			keep = (newsize + fs->vol.cluster_bytes - 1) >> fs->cbits;
+			/* a sparse file's size may lie past the last cluster a record can map */
+			rc = extent_truncate(&h, ib, keep > UINT32_MAX ? UINT32_MAX : (uint32_t)keep);
 			if (rc == -EAGAIN) {
 				again = 1;
 				rc = 0;

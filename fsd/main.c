@@ -238,6 +238,7 @@ main(int argc, char **argv)
 	notify_ready();
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, c.threads);
+	fsd_workers = c.threads;
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	rc = fuse_session_loop_mt(se, lc) != 0;
 	fuse_loop_cfg_destroy(lc);

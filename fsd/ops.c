@@ -15,6 +15,7 @@
 
 struct fsd_timeouts fsd_timeouts = { 1.0, 1.0 };
 int fsd_writeback_cache = 1;
+unsigned fsd_workers = 1;
 int fsd_writeback_active;
 
 void

@@ -18,6 +18,8 @@ struct fsd_timeouts {
 extern struct fsd_timeouts fsd_timeouts;
 /* -o writeback_cache=0 turns the kernel's write-behind off. */
 extern int fsd_writeback_cache;
+/* FUSE worker threads (-o threads): lseek needs a second one (fsd_lseek). */
+extern unsigned fsd_workers;
 /* What the kernel granted: with it, the kernel keeps mtime/ctime and sends them. */
 extern int fsd_writeback_active;
 

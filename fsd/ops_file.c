@@ -249,9 +249,13 @@ fsd_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_fil
 		return (void)fuse_reply_err(req, ENXIO);
 	/*
 	 * The kernel asks without writing its dirty pages back first: they
-	 * would pass for holes. Invalidating the file's pages launders them
-	 * (written back through us, other workers) before this returns.
+	 * would pass for holes. Invalidating the file's pages launders them,
+	 * written back through another worker before this returns; with one
+	 * worker, ENOSYS has the kernel answer by itself from now on (data up
+	 * to the size, then a hole), as without lseek.
 	 */
+	if (fsd_writeback_active && fsd_workers < 2)
+		return (void)fuse_reply_err(req, ENOSYS);
 	if (fsd_writeback_active && fs->se != NULL)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)

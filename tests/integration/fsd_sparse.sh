@@ -126,6 +126,18 @@ truncate -s 60000 "$MNT/h" "$MD/h"
 check "truncate down inside a cluster, then up: zeros past the old end" cmp "$MNT/h" "$MD/h"
 check_eq "... the layout after both" "8192-12288 16384-20480" "$(segments "$MNT/h")"
 
+# sizes past the last cluster a record can map (2^32 clusters: 16 TiB here)
+pwrite "$MNT/huge" 1228800000000 D 1
+truncate -s 20T "$MNT/huge"
+check_eq "truncate up to 20 TiB: a hole" "21990232555520 8" "$(stat -c '%s %b' "$MNT/huge")"
+check "truncate down to 17 TiB" truncate -s 17T "$MNT/huge"
+check_eq "... keeps the cluster at 1.2 TB" "D" "$(dd if="$MNT/huge" bs=1 skip=1228800000000 \
+    count=1 status=none)"
+check_eq "... and SEEK_DATA finds it" 1228800000000 "$(seek_at "$MNT/huge" 0 SEEK_DATA)"
+check "reads past 16 TiB give zeros" cmp <(head -c 4096 /dev/zero) \
+    <(dd if="$MNT/huge" bs=4096 skip=$(((33 << 39) / 4096)) count=1 status=none)
+rm "$MNT/huge"
+
 # other layouts
 head -c 50000 /dev/urandom | tee "$MNT/full" >"$MD/full"
 check_eq "a file written whole: one data range to its size" "0-50000" "$(segments "$MNT/full")"
@@ -231,6 +243,21 @@ for f in h u p z frag; do
 done
 check "debugfs.ocfs2 sees unwritten extents" sh -c \
     "debugfs.ocfs2 -R 'stat /u' '$IMG' 2>/dev/null | grep -q Unwritten"
+
+echo "-- SEEK_DATA/SEEK_HOLE with the writeback cache"
+run_check "mount (writeback cache)" fsd_mount "$IMG" "$MNT"
+pwrite "$MNT/wb" 10000 W 1
+check_eq "dirty pages are written back first: SEEK_DATA sees the cluster" 8192 \
+    "$(seek_at "$MNT/wb" 0 SEEK_DATA)"
+check_eq "... and SEEK_HOLE the hole before it" 0 "$(seek_at "$MNT/wb" 0 SEEK_HOLE)"
+run_check "unmount" fsd_umount "$MNT"
+run_check "mount with one FUSE worker" fsd_mount "$IMG" "$MNT" -o threads=1
+pwrite "$MNT/wb1" 10000 W 1
+# no second worker to take the written-back pages: the kernel's own answer
+check_eq "SEEK_HOLE answers (data up to the size) instead of hanging" 10001 \
+    "$(timeout 20 python3 -c 'import os,sys; print(os.lseek(os.open(sys.argv[1], os.O_RDONLY), 0, os.SEEK_HOLE))' "$MNT/wb1")"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
 
 echo "-- a depth-2 tree (512-byte blocks): random fallocate modes and writes"
 IMG4=$D/deep.img
