@@ -10,12 +10,15 @@
 # SEEK_HOLE on several layouts; st_blocks; fallocate in every mode fsd
 # takes (mode 0, KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE) and EOPNOTSUPP for
 # the others; writes at the start, middle and end of an unwritten extent;
-# a punch gives its clusters back to statfs. Every file is compared with
-# a model built on the host, again after a remount and by debugfs.ocfs2.
-# A max-compat volume keeps allocating on truncate up. Two nodes: what
-# one fallocates, punches and writes, the other reads. A crash during
-# writes into an unwritten extent exposes no stale byte. Every volume
-# ends clean under fsck.ocfs2 -fn.
+# a punch gives its clusters back to statfs; sizes past the 2^32 clusters
+# a record maps. Every file is compared with a model built on the host,
+# again after a remount and by debugfs.ocfs2. SEEK_DATA sees what the
+# writeback cache still held. A depth-2 tree (512-byte blocks) under
+# random fallocate modes and writes. A crash during writes into an
+# unwritten extent exposes no stale byte. Sparse without unwritten
+# refuses fallocate (as the kernel); a max-compat volume keeps
+# allocating on truncate up. Two nodes: what one fallocates, punches and
+# writes, the other reads. Every volume ends clean under fsck.ocfs2 -fn.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -328,6 +331,22 @@ check "no stale byte of the disk shows (only W and zeros)" no_garbage "$MNT/cras
 check "some writes were made durable" sh -c "LC_ALL=C grep -q W '$MNT/crash'"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean after the crash" fsck_clean "$IMG"
+
+echo "-- sparse without unwritten extents"
+IMG5=$D/sparseonly.img
+check "mkfs --fs-features=sparse" garbage_img "$IMG5" 64M -M local \
+    --fs-feature-level=max-compat --fs-features=sparse -b 1024 -C $CS
+run_check "mount" fsd_mount "$IMG5" "$MNT" -o writeback_cache=0
+pwrite "$MNT/s" 20000 S 10 "$MD/s"
+check "holes work" cmp "$MNT/s" "$MD/s"
+check_eq "... one cluster allocated" 8 "$(blocks "$MNT/s")"
+for opt in "" -n -p -z; do
+	# fallocate(1) words EOPNOTSUPP as "... mode is unsupported" for -n and -p
+	expect_error "fallocate ${opt:-(mode 0)} is not supported (as the kernel)" "supported" \
+	    fallocate $opt -o 0 -l $CS "$MNT/s"
+done
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG5"
 
 echo "-- max-compat: no holes"
 IMG2=$D/compat.img
