@@ -207,10 +207,11 @@ fuzz:
 bench: all $(BENCH_BINS)
 	bench/run --build $(BUILD)
 
-# The soak: fsx on fsd with many more operations and seeds than CI runs,
-# on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once
-# more with fsd's writeback cache off; then fsd_crash.sh with more rounds;
-# then fsd_stress.sh (three nodes) with more seeds and operations; then
+# The soak: fsx on fsd with many more operations and seeds than CI runs
+# (on a max-compat and a sparse volume), on each volume geometry
+# (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's
+# writeback cache off; then fsd_crash.sh with more rounds; then
+# fsd_stress.sh (three nodes) with more seeds and operations; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
@@ -232,12 +233,12 @@ soak: all
 	for g in $(SOAK_GEOMETRIES); do \
 		echo "== fsd_fsx: $(SOAK_OPS) operations, seeds $(SOAK_SEEDS), blocks:clusters $$g"; \
 		FSD_FSX_MKFS="-b $${g%%:*} -C $${g#*:}" FSD_FSX_OPS=$(SOAK_OPS) \
-		    FSD_FSX_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
+		    FSD_FSX_SEEDS="$(SOAK_SEEDS)" FSD_FSX_SPARSE_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
 		    bash tests/integration/fsd_fsx.sh || rc=1; \
 	done; \
 	echo "== fsd_fsx: the same without fsd's writeback cache"; \
 	FSD_FSX_FSD="-o writeback_cache=0" FSD_FSX_OPS=$(SOAK_OPS) \
-	    FSD_FSX_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
+	    FSD_FSX_SEEDS="$(SOAK_SEEDS)" FSD_FSX_SPARSE_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_fsx.sh || rc=1; \
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
@@ -82,6 +83,11 @@ extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 	char why[128];
 
 	memset(ex, 0, sizeof(*ex));
+	if (cpos >= UINT32_MAX) {
+		/* past the last cluster a record can map (a sparse file's size may be) */
+		ex->nblocks = UINT64_MAX - lblk;
+		return 0;
+	}
 	for (;;) {
 		used = LE16(el->l_next_free_rec);
 		if (depth == 0)
@@ -526,4 +532,533 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 out:
 	path_put(fs, &p);
 	return rc;
+}
+
+/*
+ * ---- changing a tree anywhere (sparse files) ----------------------------
+ *
+ * A sparse file's extents start anywhere and change in the middle: a
+ * write fills a hole, a write into an unwritten extent splits it, a punch
+ * frees a range. Each change is one edit of the sorted leaf records over
+ * a cluster range (doc/sparse-unwritten.md). It is made in the leaf whose
+ * span holds the range when the result fits there, and otherwise by
+ * building the whole tree again from its records: new blocks first, the
+ * old ones freed after, so that no block is reused inside the handle.
+ */
+
+enum xedit_kind { XEDIT_INSERT, XEDIT_SETFLAGS, XEDIT_REMOVE };
+
+struct xedit {
+	enum xedit_kind	 kind;
+	uint32_t	 cpos, len;
+	uint64_t	 pblk;		/* XEDIT_INSERT */
+	uint8_t		 flags;		/* XEDIT_INSERT, XEDIT_SETFLAGS */
+};
+
+/* A leaf record in memory. */
+struct xrec {
+	uint32_t	 cpos, len;
+	uint64_t	 pblk;
+	uint8_t		 flags;
+};
+
+/* Append r to out[0..*n), merged into the record before when it continues it. */
+static void
+xrec_push(struct xrec *out, unsigned *n, unsigned bpc, const struct xrec *r)
+{
+	struct xrec *prev = *n ? &out[*n - 1] : NULL;
+
+	if (r->len == 0)
+		return;
+	if (prev != NULL && prev->cpos + prev->len == r->cpos && prev->flags == r->flags &&
+	    prev->pblk + (uint64_t)prev->len * bpc == r->pblk && prev->len + r->len <= 65535) {
+		prev->len += r->len;
+		return;
+	}
+	out[(*n)++] = *r;
+}
+
+/*
+ * Apply e to the sorted records in[0..n) into out (room for n + 2): the
+ * new count, or -EEXIST when an insert meets a mapped cluster, -ENOENT
+ * when flags are set on a hole.
+ */
+static int
+xedit_apply(const struct xedit *e, unsigned bpc, const struct xrec *in, unsigned n,
+    struct xrec *out)
+{
+	uint32_t a = e->cpos, b = e->cpos + e->len, rs, re, ms, me, covered = 0;
+	struct xrec piece, ins = { e->cpos, e->len, e->pblk, e->flags };
+	int inserted = e->kind != XEDIT_INSERT;
+	unsigned i, m = 0;
+
+	for (i = 0; i < n; i++) {
+		rs = in[i].cpos;
+		re = rs + in[i].len;
+		if (!inserted && rs >= b) {
+			xrec_push(out, &m, bpc, &ins);
+			inserted = 1;
+		}
+		if (re <= a || rs >= b) {
+			xrec_push(out, &m, bpc, &in[i]);
+			continue;
+		}
+		if (e->kind == XEDIT_INSERT)
+			return -EEXIST;
+		if (rs < a) {
+			piece = in[i];
+			piece.len = a - rs;
+			xrec_push(out, &m, bpc, &piece);
+		}
+		ms = rs > a ? rs : a;
+		me = re < b ? re : b;
+		covered += me - ms;
+		if (e->kind == XEDIT_SETFLAGS) {
+			piece = (struct xrec){ ms, me - ms, in[i].pblk + (uint64_t)(ms - rs) * bpc,
+			    e->flags };
+			xrec_push(out, &m, bpc, &piece);
+		}
+		if (re > b) {
+			piece = (struct xrec){ b, re - b, in[i].pblk + (uint64_t)(b - rs) * bpc,
+			    in[i].flags };
+			xrec_push(out, &m, bpc, &piece);
+		}
+	}
+	if (!inserted)
+		xrec_push(out, &m, bpc, &ins);
+	if (e->kind == XEDIT_SETFLAGS && covered != e->len)
+		return -ENOENT;
+	return (int)m;
+}
+
+/* The records of a leaf list, empty ones left out: their count. */
+static unsigned
+leaf_records(const struct ocfs2_extent_list *el, struct xrec *out)
+{
+	unsigned i, n = 0;
+	const struct ocfs2_extent_rec *r;
+
+	for (i = 0; i < LE16(el->l_next_free_rec); i++) {
+		r = &el->l_recs[i];
+		if (LE16(r->e_leaf_clusters) == 0)
+			continue;
+		out[n++] = (struct xrec){ LE32(r->e_cpos), LE16(r->e_leaf_clusters),
+		    LE64(r->e_blkno), r->e_flags };
+	}
+	return n;
+}
+
+static void
+leaf_store(struct ocfs2_extent_list *el, const struct xrec *r, unsigned n)
+{
+	struct ocfs2_extent_rec *er;
+	unsigned i;
+
+	memset(el->l_recs, 0, LE16(el->l_count) * sizeof(*er));
+	for (i = 0; i < n; i++) {
+		er = &el->l_recs[i];
+		er->e_cpos = htole32(r[i].cpos);
+		er->e_leaf_clusters = htole16((uint16_t)r[i].len);
+		er->e_flags = r[i].flags;
+		er->e_blkno = htole64(r[i].pblk);
+	}
+	el->l_next_free_rec = htole16((uint16_t)n);
+}
+
+/*
+ * The path to the leaf whose span holds cpos: at each level the last
+ * record starting at or before it (the first when none does). idx[i] is
+ * the record taken in p->el[i]; *end where the leaf's span ends.
+ */
+static int
+leaf_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel, uint32_t cpos,
+    struct xpath *p, unsigned *idx, uint64_t *end)
+{
+	struct ocfs2_extent_list *el = rel;
+	unsigned i, k, n;
+	uint64_t child;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->b[0] = root;
+	p->el[0] = rel;
+	p->depth = LE16(rel->l_tree_depth);
+	*end = (uint64_t)UINT32_MAX + 1;
+	for (i = 1; i <= p->depth; i++) {
+		n = LE16(el->l_next_free_rec);
+		if (n == 0) {
+			fsd_corrupt(fs, p->b[i - 1]->blkno, "interior extent list is empty");
+			p->depth = i - 1;
+			path_put(fs, p);
+			return -EIO;
+		}
+		for (k = 0; k + 1 < n && LE32(el->l_recs[k + 1].e_cpos) <= cpos; k++)
+			;
+		if (k + 1 < n && LE32(el->l_recs[k + 1].e_cpos) < *end)
+			*end = LE32(el->l_recs[k + 1].e_cpos);
+		idx[i - 1] = k;
+		child = LE64(el->l_recs[k].e_blkno);
+		if ((rc = block_read_owned(fs, child, BLK_EXTENT, root->blkno, &p->b[i])) != 0) {
+			p->depth = i - 1;
+			path_put(fs, p);
+			return rc;
+		}
+		el = &((struct ocfs2_extent_block *)p->b[i]->data)->h_list;
+		if (LE16(el->l_tree_depth) != p->depth - i) {
+			fsd_corrupt(fs, child, "extent block at the wrong depth");
+			p->depth = i;
+			path_put(fs, p);
+			return -EIO;
+		}
+		p->el[i] = el;
+	}
+	return 0;
+}
+
+/*
+ * After an edit of the leaf at the end of p (never left empty): as the
+ * kernel keeps interior records (alloc.c, ocfs2_adjust_adjacent_records),
+ * each record on the path starts where its subtree's first record starts
+ * and spans up to the next record of its list, or to the subtree's end
+ * when it is the last, so that the spans of a list leave no gap.
+ */
+static void
+path_fix_spans(struct xpath *p, const unsigned *idx)
+{
+	struct ocfs2_extent_list *el, *child;
+	struct ocfs2_extent_rec *r, *last;
+	uint32_t first, end;
+	unsigned i, k, cn;
+
+	for (i = p->depth; i-- > 0;) {
+		el = p->el[i];
+		child = p->el[i + 1];
+		k = idx[i];
+		r = &el->l_recs[k];
+		cn = LE16(child->l_next_free_rec);
+		first = LE32(child->l_recs[0].e_cpos);
+		last = &child->l_recs[cn - 1];
+		end = LE32(last->e_cpos) + rec_clusters(child, last);
+		r->e_cpos = htole32(first);
+		if (k > 0)
+			el->l_recs[k - 1].e_int_clusters =
+			    htole32(first - LE32(el->l_recs[k - 1].e_cpos));
+		if (k + 1 < LE16(el->l_next_free_rec))
+			end = LE32(el->l_recs[k + 1].e_cpos);
+		r->e_int_clusters = htole32(end - LE32(r->e_cpos));
+	}
+}
+
+/* Every leaf record under el, in order, and every extent block (referenced). */
+struct xcollect {
+	struct xrec	*recs;
+	unsigned	 nrecs, crecs;
+	struct fsd_buf	**blocks;
+	unsigned	 nblocks, cblocks;
+};
+
+static int
+grow(void **p, unsigned *cap, unsigned want, size_t size)
+{
+	unsigned ncap = *cap ? *cap : 64;
+	void *np;
+
+	if (want <= *cap)
+		return 0;
+	while (ncap < want)
+		ncap *= 2;
+	if ((np = realloc(*p, (size_t)ncap * size)) == NULL)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
+static int
+tree_collect(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
+    struct xcollect *c)
+{
+	unsigned depth = LE16(el->l_tree_depth), i, n = LE16(el->l_next_free_rec);
+	const struct ocfs2_extent_list *cel;
+	struct fsd_buf *b;
+	int rc;
+
+	if (depth == 0) {
+		if ((rc = grow((void **)&c->recs, &c->crecs, c->nrecs + n + 2,
+		    sizeof(*c->recs))) != 0)
+			return rc;
+		c->nrecs += leaf_records(el, c->recs + c->nrecs);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		if ((rc = grow((void **)&c->blocks, &c->cblocks, c->nblocks + 1,
+		    sizeof(*c->blocks))) != 0)
+			return rc;
+		rc = block_read_owned(fs, LE64(el->l_recs[i].e_blkno), BLK_EXTENT, owner, &b);
+		if (rc != 0)
+			return rc;
+		c->blocks[c->nblocks++] = b;
+		cel = &((const struct ocfs2_extent_block *)b->data)->h_list;
+		if (LE16(cel->l_tree_depth) != depth - 1) {
+			fsd_corrupt(fs, b->blkno, "extent block at the wrong depth");
+			return -EIO;
+		}
+		if ((rc = tree_collect(fs, owner, cel, c)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* A subtree built by tree_build: where it starts and ends, its block. */
+struct xnode {
+	uint32_t	 cpos;
+	uint64_t	 end;
+	uint64_t	 blkno;
+};
+
+/*
+ * Fill the inode's tree with recs[0..n): in the inode when they fit, else
+ * in leaves filled to three quarters (room for later inserts without a
+ * rebuild) under as few interior levels as the inode's list needs.
+ */
+static int
+tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, unsigned n)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct ocfs2_extent_list *root = &di->id2.i_list, *el;
+	struct ocfs2_extent_rec *er;
+	unsigned per = ocfs2_extent_recs_per_eb(fs->vol.block_bytes), fill = per - per / 4;
+	unsigned nn, k, i, j, from, take, depth = 0;
+	struct xnode *nodes = NULL, *up = NULL;
+	struct fsd_buf *b, *prev = NULL;
+	int rc = 0;
+
+	if (n <= LE16(root->l_count)) {
+		root->l_tree_depth = 0;
+		leaf_store(root, recs, n);
+		di->i_last_eb_blk = 0;
+		return 0;
+	}
+	/* the leaves, chained, each with its share of the records */
+	k = (n + fill - 1) / fill;
+	if ((nodes = calloc(k, sizeof(*nodes))) == NULL)
+		return -ENOMEM;
+	for (i = 0, from = 0; i < k; i++, from += take) {
+		take = n / k + (i < n % k);
+		if ((rc = new_extent_block(h, ib->blkno, 0, &b)) != 0)
+			goto out;
+		leaf_store(&((struct ocfs2_extent_block *)b->data)->h_list, recs + from, take);
+		journal_dirty(h, b);
+		if (prev != NULL) {
+			((struct ocfs2_extent_block *)prev->data)->h_next_leaf_blk = htole64(b->blkno);
+			journal_dirty(h, prev);
+			block_put(fs, prev);
+		}
+		prev = b;
+		nodes[i].cpos = recs[from].cpos;
+		nodes[i].blkno = b->blkno;
+		nodes[i].end = (uint64_t)recs[from + take - 1].cpos + recs[from + take - 1].len;
+		if (i > 0)
+			nodes[i - 1].end = nodes[i].cpos;
+	}
+	di->i_last_eb_blk = htole64(prev->blkno);
+	block_put(fs, prev);
+	/* interior levels until the inode's list holds the top one */
+	for (nn = k, depth = 1; nn > LE16(root->l_count); nn = k, depth++) {
+		if (depth >= EXTENT_MAX_DEPTH) {
+			rc = -EFBIG;
+			goto out;
+		}
+		k = (nn + fill - 1) / fill;
+		if ((up = calloc(k, sizeof(*up))) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		for (i = 0, from = 0; i < k; i++, from += take) {
+			take = nn / k + (i < nn % k);
+			if ((rc = new_extent_block(h, ib->blkno, depth, &b)) != 0)
+				goto out;
+			el = &((struct ocfs2_extent_block *)b->data)->h_list;
+			for (j = 0; j < take; j++) {
+				er = &el->l_recs[j];
+				er->e_cpos = htole32(nodes[from + j].cpos);
+				er->e_int_clusters = htole32((uint32_t)(nodes[from + j].end -
+				    nodes[from + j].cpos));
+				er->e_blkno = htole64(nodes[from + j].blkno);
+			}
+			el->l_next_free_rec = htole16((uint16_t)take);
+			journal_dirty(h, b);
+			up[i] = (struct xnode){ nodes[from].cpos, nodes[from + take - 1].end, b->blkno };
+			block_put(fs, b);
+		}
+		free(nodes);
+		nodes = up;
+		up = NULL;
+	}
+	memset(root->l_recs, 0, LE16(root->l_count) * sizeof(*er));
+	for (j = 0; j < nn; j++) {
+		er = &root->l_recs[j];
+		er->e_cpos = htole32(nodes[j].cpos);
+		er->e_int_clusters = htole32((uint32_t)(nodes[j].end - nodes[j].cpos));
+		er->e_blkno = htole64(nodes[j].blkno);
+	}
+	root->l_next_free_rec = htole16((uint16_t)nn);
+	root->l_tree_depth = htole16((uint16_t)depth);
+out:
+	free(up);
+	free(nodes);
+	return rc;
+}
+
+/* The edit e over the whole tree: collected, edited, built anew. */
+static int
+tree_rebuild(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *e)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct xcollect c;
+	struct xrec *out = NULL;
+	unsigned i;
+	int rc, m;
+
+	memset(&c, 0, sizeof(c));
+	if ((rc = tree_collect(fs, ib->blkno, &di->id2.i_list, &c)) != 0)
+		goto out;
+	if ((out = calloc(c.nrecs + 2, sizeof(*out))) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if ((m = xedit_apply(e, fs->bpc, c.recs, c.nrecs, out)) < 0) {
+		rc = m;
+		goto out;
+	}
+	if ((rc = journal_access(h, ib)) != 0 || (rc = tree_build(h, ib, out, (unsigned)m)) != 0)
+		goto out;
+	journal_dirty(h, ib);
+	for (i = 0; i < c.nblocks && rc == 0; i++)
+		rc = free_extent_block(h, c.blocks[i]);
+out:
+	for (i = 0; i < c.nblocks; i++)
+		block_put(fs, c.blocks[i]);
+	free(c.blocks);
+	free(c.recs);
+	free(out);
+	return rc;
+}
+
+/* Apply e, leaf by leaf along the range. */
+static int
+tree_edit(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *whole)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct ocfs2_extent_list *leaf;
+	struct xedit e = *whole, piece;
+	struct xrec *in = NULL, *out = NULL;
+	unsigned idx[EXTENT_MAX_DEPTH], n, cap;
+	uint64_t end;
+	struct xpath p;
+	int rc = 0, m;
+
+	while (e.len > 0 && rc == 0) {
+		if ((rc = leaf_path(fs, ib, &di->id2.i_list, e.cpos, &p, idx, &end)) != 0)
+			break;
+		piece = e;
+		if ((uint64_t)e.cpos + e.len > end)
+			piece.len = (uint32_t)(end - e.cpos);
+		leaf = p.el[p.depth];
+		cap = LE16(leaf->l_next_free_rec) + 2;
+		if ((in = calloc(cap, sizeof(*in))) == NULL ||
+		    (out = calloc(cap, sizeof(*out))) == NULL) {
+			rc = -ENOMEM;
+			goto next;
+		}
+		n = leaf_records(leaf, in);
+		if ((m = xedit_apply(&piece, fs->bpc, in, n, out)) < 0) {
+			rc = m;
+			goto next;
+		}
+		if ((unsigned)m <= LE16(leaf->l_count) && (m > 0 || p.depth == 0)) {
+			if ((rc = path_access(h, &p)) != 0)
+				goto next;
+			leaf_store(leaf, out, (unsigned)m);
+			path_fix_spans(&p, idx);
+			path_dirty(h, &p);
+		} else {
+			path_put(fs, &p);
+			rc = tree_rebuild(h, ib, &piece);
+		}
+next:
+		path_put(fs, &p);
+		free(in);
+		free(out);
+		in = out = NULL;
+		e.cpos += piece.len;
+		e.len -= piece.len;
+		if (e.kind == XEDIT_INSERT)
+			e.pblk += (uint64_t)piece.len * fs->bpc;
+	}
+	return rc;
+}
+
+int
+extent_insert(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
+    uint64_t pblk, uint8_t flags)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct xedit e = { XEDIT_INSERT, cpos, len, pblk, flags };
+	int rc;
+
+	if ((rc = journal_access(h, ib)) != 0 || (rc = tree_edit(h, ib, &e)) != 0)
+		return rc;
+	di->i_clusters = htole32(LE32(di->i_clusters) + len);
+	journal_dirty(h, ib);
+	return 0;
+}
+
+int
+extent_set_flags(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
+    uint8_t flags)
+{
+	struct xedit e = { XEDIT_SETFLAGS, cpos, len, 0, flags };
+
+	return tree_edit(h, ib, &e);
+}
+
+int
+extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t end)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	unsigned shift = fs->cbits - fs->bbits;
+	struct fsd_extent ex;
+	struct xedit e;
+	uint64_t n;
+	int rc;
+
+	if ((rc = journal_access(h, ib)) != 0)
+		return rc;
+	while (cpos < end) {
+		if ((rc = extent_map(fs, ib->blkno, &di->id2.i_list, (uint64_t)cpos << shift,
+		    &ex)) != 0)
+			return rc;
+		n = ex.nblocks >> shift;
+		if (n > end - cpos)
+			n = end - cpos;
+		if (n == 0)
+			return -EIO;
+		if (ex.pblk != 0) {
+			/* the clusters wait in the truncate log until this commits */
+			if ((rc = tl_append(h, (uint32_t)(ex.pblk >> shift), (unsigned)n)) != 0)
+				return rc;
+			e = (struct xedit){ XEDIT_REMOVE, cpos, (uint32_t)n, 0, 0 };
+			if ((rc = tree_edit(h, ib, &e)) != 0)
+				return rc;
+			di->i_clusters = htole32(LE32(di->i_clusters) - (uint32_t)n);
+			journal_dirty(h, ib);
+		}
+		cpos += (uint32_t)n;
+	}
+	return 0;
 }

@@ -1,12 +1,14 @@
 /*
- * File contents: writes and size changes. max-compat volumes have no
- * sparse files, so every cluster from 0 to the end of the file is
- * allocated, and bytes past i_size inside the allocation are whatever
- * the disk held: whenever i_size grows, the range it exposes is zeroed
- * first. Data goes to disk in place with O_DIRECT before the commit that
- * records the new size or extents (ordered mode).
+ * File contents: writes and size changes. On a volume without the sparse
+ * feature every cluster from 0 to the end of the file is allocated, and
+ * bytes past i_size inside the allocation are whatever the disk held:
+ * whenever i_size grows, the range it exposes is zeroed first. Sparse
+ * volumes allocate only what writes touch (sparse.c) and zero only what
+ * is allocated and written. Data goes to disk in place with O_DIRECT
+ * before the commit that records the new size or extents (ordered mode).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +80,13 @@ file_blocks(struct fsd *fs, const struct ocfs2_dinode *di, int write, uint64_t l
 		if ((rc = extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, lblk, &ex)) != 0)
 			return rc;
 		k = ex.nblocks < n ? ex.nblocks : n;
-		if (ex.pblk == 0 || k == 0) {
+		if (fs->sparse && k > 0 && buf == NULL && (ex.pblk == 0 || ex.unwritten)) {
+			/* zeroing: holes and unwritten extents read as zeros already */
+			lblk += k;
+			n -= k;
+			continue;
+		}
+		if (ex.pblk == 0 || k == 0 || ex.unwritten) {
 			fsd_corrupt(fs, LE64(di->i_blkno), "hole inside the allocation of a "
 			    "non-sparse file");
 			return -EIO;
@@ -131,8 +139,22 @@ file_allocate(struct fsd_handle *h, struct fsd_buf *ib, uint64_t end)
 	return 0;
 }
 
-/* Write zeros over bytes [from, to) of an allocated range. */
+/* Is block lblk of the file allocated and written (not a hole, not unwritten)? */
 static int
+block_written(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t lblk)
+{
+	struct fsd_extent ex;
+
+	if (extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, lblk, &ex) != 0)
+		return 1;	/* let the read report it */
+	return ex.pblk != 0 && !ex.unwritten;
+}
+
+/*
+ * Write zeros over bytes [from, to) of an allocated range; on a sparse
+ * volume, over what of it is allocated and written.
+ */
+int
 file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t to)
 {
 	unsigned bs = fs->vol.block_bytes;
@@ -147,7 +169,9 @@ file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t
 	if (from % bs != 0) {
 		/* the head block keeps what lies before from */
 		lblk = from >> fs->bbits;
-		if ((rc = file_blocks(fs, di, 0, lblk, 1, buf)) == 0) {
+		if (fs->sparse && !block_written(fs, di, lblk))
+			from = to < (lblk + 1) * bs ? to : (lblk + 1) * bs;
+		else if ((rc = file_blocks(fs, di, 0, lblk, 1, buf)) == 0) {
 			uint64_t stop = to < (lblk + 1) * bs ? to : (lblk + 1) * bs;
 
 			memset(buf + from % bs, 0, stop - from);
@@ -160,7 +184,7 @@ file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t
 		rc = file_blocks(fs, di, 1, from >> fs->bbits, nblk, NULL);
 		from += nblk * bs;
 	}
-	if (rc == 0 && from < to) {
+	if (rc == 0 && from < to && !(fs->sparse && !block_written(fs, di, from >> fs->bbits))) {
 		/* the tail block keeps what lies after to */
 		lblk = from >> fs->bbits;
 		if ((rc = file_blocks(fs, di, 0, lblk, 1, buf)) == 0) {
@@ -213,7 +237,13 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 
 	if (len == 0)
 		return 0;
-	if ((rc = journal_access(h, ib)) != 0 || (rc = file_allocate(h, ib, end)) != 0)
+	if ((rc = journal_access(h, ib)) != 0)
+		return rc;
+	if (fs->sparse)
+		rc = sparse_prepare_write(h, ib, off, len);
+	else
+		rc = file_allocate(h, ib, end);
+	if (rc != 0)
 		return rc;
 	if (off > size && (rc = file_zero(fs, di, size, off)) != 0)
 		return rc;
@@ -249,7 +279,8 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0)
 			return rc;
 		di = (struct ocfs2_dinode *)ib->data;
-		if (S_ISREG(LE16(di->i_mode)) && off != FILE_APPEND && off + len <= LE64(di->i_size)) {
+		if (S_ISREG(LE16(di->i_mode)) && off != FILE_APPEND && off + len <= LE64(di->i_size) &&
+		    (!fs->sparse || sparse_range_written(fs, di, off, len))) {
 			rc = write_data(fs, di, LE64(di->i_size), off, data, len);
 			inode_unlock_block(fs, ip, LKM_EX, ib);
 			return rc;
@@ -315,7 +346,7 @@ setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 	struct ocfs2_dinode *di;
 	struct fsd_handle h;
 	struct fsd_buf *ib;
-	uint64_t size;
+	uint64_t size, keep;
 	int rc, again;
 
 	do {
@@ -331,7 +362,8 @@ setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 		if ((rc = journal_access(&h, ib)) != 0)
 			goto out;
 		if (newsize > size) {
-			if ((rc = file_allocate(&h, ib, newsize)) != 0 ||
+			/* a sparse file grows by a hole: nothing to allocate */
+			if ((!fs->sparse && (rc = file_allocate(&h, ib, newsize)) != 0) ||
 			    (rc = file_zero(fs, di, size, newsize)) != 0)
 				goto out;
 		} else {
@@ -341,8 +373,9 @@ setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 			 * flush the log and go on (the new size is already
 			 * in place, so a crash in between is consistent).
 			 */
-			rc = extent_truncate(&h, ib, (uint32_t)((newsize + fs->vol.cluster_bytes - 1)
-			    >> fs->cbits));
+			keep = (newsize + fs->vol.cluster_bytes - 1) >> fs->cbits;
+			/* a sparse file's size may lie past the last cluster a record can map */
+			rc = extent_truncate(&h, ib, keep > UINT32_MAX ? UINT32_MAX : (uint32_t)keep);
 			if (rc == -EAGAIN) {
 				again = 1;
 				rc = 0;
@@ -448,13 +481,16 @@ fallocate_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep
 
 /* The size read and the allocation after it, with no write between. */
 int
-file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size)
+file_fallocate(struct fsd *fs, struct fsd_inode *ip, int mode, uint64_t off, uint64_t len)
 {
 	int rc;
 
 	if ((rc = inode_rw_lock(fs, ip, LKM_EX)) != 0)
 		return rc;
-	rc = fallocate_rw_locked(fs, ip, end, keep_size);
+	if (fs->sparse)
+		rc = sparse_fallocate_rw_locked(fs, ip, mode, off, len);
+	else
+		rc = fallocate_rw_locked(fs, ip, off + len, (mode & FALLOC_FL_KEEP_SIZE) != 0);
 	inode_rw_unlock(fs, ip, LKM_EX);
 	return rc;
 }

@@ -27,13 +27,15 @@
  *   localalloc.c the slot's local alloc window for data clusters
  *   inode.c      in-memory inodes (FUSE lookup counts, per-inode locks),
  *                creating and wiping inodes
- *   extent.c     extent trees of any depth: mapping, growth, truncation
+ *   extent.c     extent trees of any depth: mapping, growth, truncation,
+ *                edits anywhere (sparse files)
  *   dir.c        directory blocks: iteration, lookup, add/remove entries
  *   dirindex.c   in-memory name index of a directory
  *   orphan.c     the orphan directory: unlinked-while-used inodes
  *   orphanscan.c the periodic scan of every slot's orphan directory
  *   data.c       file data reads
  *   file.c       file writes and size changes
+ *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
  *   ops.c        the FUSE lowlevel table and connection setup
  *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
  *   ops_namei.c  FUSE handlers on names: create, mkdir, link, unlink, rename
@@ -199,6 +201,7 @@ struct fsd_mount_opts {
 	double		 attr_timeout;		/* how long the kernel may trust attributes (s) */
 	double		 entry_timeout;		/* ... and names (s) */
 	int		 writeback_cache;	/* let the kernel gather writes */
+	unsigned	 threads;		/* FUSE workers (-o threads) */
 };
 
 struct fsd {
@@ -212,6 +215,8 @@ struct fsd {
 	unsigned	 bpc;			/* blocks per cluster */
 	uint32_t	 fs_generation;
 	uint32_t	 clusters;		/* superblock i_clusters */
+	int		 sparse;		/* files may have holes (sparse feature) */
+	int		 unwritten;		/* extents may be unwritten (needs sparse) */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
 	uint64_t	 first_cluster_group;
@@ -500,6 +505,21 @@ int	 extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint
  * in a new handle and call again).
  */
 int	 extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep);
+/*
+ * Sparse files (doc/sparse-unwritten.md), inside a handle. Map the hole
+ * [cpos, cpos+len) to the clusters at pblk with OCFS2_EXT_* flags, adding
+ * to i_clusters (-EEXIST: part of it is mapped).
+ */
+int	 extent_insert(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
+	    uint64_t pblk, uint8_t flags);
+/* Give the mapped range [cpos, cpos+len) these flags, splitting records as needed. */
+int	 extent_set_flags(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
+	    uint8_t flags);
+/*
+ * Unmap [cpos, end), its clusters into the truncate log; -EAGAIN when the
+ * log is full: what was unmapped stays so (flush and call again).
+ */
+int	 extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t end);
 
 /* dir.c */
 struct fsd_dirent {
@@ -714,8 +734,37 @@ int	 file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize);
 /* The same inside a handle, inode locked EX (slow symlinks use it). */
 int	 file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off,
 	    const void *data, size_t len);
-/* fallocate(2) mode 0 or KEEP_SIZE up to end. */
-int	 file_fallocate(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep_size);
+/*
+ * fallocate(2) of [off, off+len) in a mode ops_file.c let through: mode 0
+ * or KEEP_SIZE without the sparse feature, sparse_fallocate_modes() with it.
+ */
+int	 file_fallocate(struct fsd *fs, struct fsd_inode *ip, int mode, uint64_t off, uint64_t len);
+/*
+ * Write zeros over bytes [from, to) of an allocated range; on a sparse
+ * volume over what of it is allocated and written (no handle needed).
+ */
+int	 file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t to);
+
+/* sparse.c: file space on sparse volumes */
+/*
+ * Inside the write's handle: allocate the holes among the clusters of
+ * [off, off+len) and convert its unwritten clusters, zeroing on disk
+ * what the write leaves of each such cluster.
+ */
+int	 sparse_prepare_write(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, size_t len);
+/* Are the bytes [off, off+len) all in allocated, written clusters? */
+int	 sparse_range_written(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off,
+	    size_t len);
+/* Does fallocate(2) take this mode on this volume (which has the sparse feature)? */
+int	 sparse_fallocate_modes(const struct fsd *fs, int mode);
+/* fallocate(2) on a sparse volume, under the RW lock EX. */
+int	 sparse_fallocate_rw_locked(struct fsd *fs, struct fsd_inode *ip, int mode, uint64_t off,
+	    uint64_t len);
+/*
+ * lseek(2) SEEK_DATA / SEEK_HOLE from off: 0 and *res, or -ENXIO (off at
+ * or past the end; SEEK_DATA with no data after off).
+ */
+int	 file_seek(struct fsd *fs, struct fsd_inode *ip, uint64_t off, int whence, uint64_t *res);
 /* Drop every cluster of a locked inode, in as many handles as it takes. */
 int	 file_free_all(struct fsd *fs, struct fsd_inode *ip);
 

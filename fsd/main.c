@@ -28,7 +28,6 @@ struct cmdline {
 	const char	*rundir;
 	int		 verbose;
 	int		 debug;
-	unsigned	 threads;
 	struct fsd_mount_opts mo;
 	char		*fuse_opts;	/* what FUSE gets from -o */
 };
@@ -106,7 +105,7 @@ parse_o(struct cmdline *c, const char *arg)
 		} else if (strncmp(opt, "threads=", 8) == 0) {
 			if (parse_ulong(opt + 8, 10, 256, &v) == -1 || v == 0)
 				fatalx("bad threads: %s", opt + 8);
-			c->threads = (unsigned)v;
+			c->mo.threads = (unsigned)v;
 		} else if (strcmp(opt, "relatime") == 0) {
 			c->mo.atime = FSD_RELATIME;
 		} else if (strcmp(opt, "noatime") == 0) {
@@ -149,7 +148,7 @@ parse_cmdline(struct cmdline *c, int argc, char **argv)
 	memset(c, 0, sizeof(*c));
 	c->mo.cache_blocks = 16384;
 	c->mo.lock_cache = 16384;
-	c->threads = 8;
+	c->mo.threads = 8;
 	c->mo.atime_quantum = 60;	/* ocfs2's default */
 	c->mo.attr_timeout = c->mo.entry_timeout = 1.0;
 	c->mo.writeback_cache = 1;
@@ -235,7 +234,7 @@ main(int argc, char **argv)
 		fsd_mount_setup(&fs, canon);
 	notify_ready();
 	lc = fuse_loop_cfg_create();
-	fuse_loop_cfg_set_max_threads(lc, c.threads);
+	fuse_loop_cfg_set_max_threads(lc, c.mo.threads);
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	rc = fuse_session_loop_mt(se, lc) != 0;
 	fuse_loop_cfg_destroy(lc);

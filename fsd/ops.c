@@ -78,6 +78,7 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.fsyncdir	= fsd_fsync,
 	.flush		= fsd_flush,
 	.fallocate	= fsd_fallocate,
+	.lseek		= fsd_lseek,
 	.setattr	= fsd_setattr,
 	.mknod		= fsd_mknod,
 	.mkdir		= fsd_mkdir,

@@ -90,6 +90,8 @@ void	fsd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_in
 void	fsd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void	fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 	    struct fuse_file_info *fi);
+void	fsd_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+	    struct fuse_file_info *fi);
 
 /* ops.c */
 void	fsd_init(void *userdata, struct fuse_conn_info *conn);

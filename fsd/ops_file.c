@@ -209,7 +209,10 @@ fsd_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
-/* Mode 0 and KEEP_SIZE; holes and zero ranges need the sparse feature. */
+/*
+ * Without the sparse feature mode 0 and KEEP_SIZE, allocating and
+ * zeroing; with it, the modes sparse_fallocate_modes() names.
+ */
 void
 fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
     struct fuse_file_info *fi)
@@ -219,17 +222,47 @@ fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t leng
 	int rc;
 
 	(void)fi;
-	if (mode & ~FALLOC_FL_KEEP_SIZE)
+	if (fs->sparse ? !sparse_fallocate_modes(fs, mode) : (mode & ~FALLOC_FL_KEEP_SIZE) != 0)
 		return (void)fuse_reply_err(req, EOPNOTSUPP);
 	if (offset < 0 || length <= 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	rc = file_fallocate(fs, ip, (uint64_t)offset + (uint64_t)length,
-	    (mode & FALLOC_FL_KEEP_SIZE) != 0);
+	rc = file_fallocate(fs, ip, mode, (uint64_t)offset, (uint64_t)length);
 	if (rc == -ENOSPC && fsd_reclaim(fs))
-		rc = file_fallocate(fs, ip, (uint64_t)offset + (uint64_t)length,
-		    (mode & FALLOC_FL_KEEP_SIZE) != 0);
+		rc = file_fallocate(fs, ip, mode, (uint64_t)offset, (uint64_t)length);
 	inode_put(fs, ip);
 	fuse_reply_err(req, -rc);
+}
+
+/* SEEK_DATA and SEEK_HOLE; the kernel does the other kinds itself. */
+void
+fsd_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *ip;
+	uint64_t res = 0;
+	int rc;
+
+	(void)fi;
+	if (off < 0)
+		return (void)fuse_reply_err(req, ENXIO);
+	/*
+	 * The kernel asks without writing its dirty pages back first: they
+	 * would pass for holes. Invalidating the file's pages launders them,
+	 * written back through another worker before this returns; with one
+	 * worker, ENOSYS has the kernel answer by itself from now on (data up
+	 * to the size, then a hole), as without lseek.
+	 */
+	if (fs->writeback_active && fs->opts.threads < 2)
+		return (void)fuse_reply_err(req, ENOSYS);
+	if (fs->writeback_active && fs->se != NULL)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	rc = file_seek(fs, ip, (uint64_t)off, whence, &res);
+	inode_put(fs, ip);
+	if (rc != 0)
+		return (void)fuse_reply_err(req, -rc);
+	fuse_reply_lseek(req, (off_t)res);
 }

@@ -110,11 +110,11 @@ echo "-- feature checks"
 IMG=$D/default.img
 mkfs_img "$IMG" -M local
 mkdir -p "$D/m"
-expect_error "default-level volume refused, naming the feature" '"sparse"' \
+expect_error "default-level volume refused, naming the feature" '"inline-data"' \
     "$FSD" -o ro "$IMG" "$D/m"
 mkfs_img "$IMG" -M local --fs-feature-level=max-compat
-poke "$IMG" 2 $((0xE4)) 01	# s_feature_ro_compat = UNWRITTEN
-expect_error "ro-compat feature refused read-write" '"unwritten"' "$FSD" "$IMG" "$D/m"
+poke "$IMG" 2 $((0xE4)) 02	# s_feature_ro_compat = USRQUOTA
+expect_error "ro-compat feature refused read-write" '"usrquota"' "$FSD" "$IMG" "$D/m"
 run_check "ro-compat feature accepted read-only" fsd_mount "$IMG" "$D/m" -o ro
 run_check "... and unmounts" fsd_umount "$D/m"
 rm -f "$IMG"

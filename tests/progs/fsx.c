@@ -3,8 +3,9 @@
  * One file takes writes (some far past the end, leaving holes), reads,
  * reads and writes through mmap, truncates down and up, fallocate, fsync,
  * close and reopen, and O_DIRECT reads and writes through a second
- * descriptor; every byte read is checked against a model of the file
- * kept in memory.
+ * descriptor; with -H also punched holes, zeroed ranges and SEEK_DATA /
+ * SEEK_HOLE (sparse volumes). Every byte read is checked against a model
+ * of the file kept in memory.
  *
  *   fsx [-N OPS] [-S SEED] [-l MAXLEN] [-o MAXOP] [-m MODEL] [-DFMv] FILE
  *	-N	operations (1000)		-S	seed (1)
@@ -13,6 +14,7 @@
  *		for comparing the file after a remount or with other readers
  *	-D	no O_DIRECT			-F	no fallocate
  *	-M	no mmap				-v	print every operation
+ *	-H	punch holes, zero ranges, seek data and holes
  *
  * Sizes take a K or M suffix. A seed always gives the same operations
  * (own generator), as long as the same operation kinds are enabled.
@@ -41,7 +43,8 @@
 
 enum op {
 	OP_WRITE, OP_READ, OP_MAPREAD, OP_MAPWRITE, OP_TRUNCATE, OP_FALLOCATE,
-	OP_FSYNC, OP_REOPEN, OP_STAT, OP_DIOREAD, OP_DIOWRITE, OP_COUNT
+	OP_FSYNC, OP_REOPEN, OP_STAT, OP_DIOREAD, OP_DIOWRITE, OP_PUNCH, OP_ZERO,
+	OP_SEEK, OP_COUNT
 };
 
 static const char *const op_names[OP_COUNT] = {
@@ -50,7 +53,8 @@ static const char *const op_names[OP_COUNT] = {
 	[OP_TRUNCATE] = "truncate",	[OP_FALLOCATE] = "fallocate",
 	[OP_FSYNC] = "fsync",		[OP_REOPEN] = "reopen",
 	[OP_STAT] = "stat",		[OP_DIOREAD] = "dioread",
-	[OP_DIOWRITE] = "diowrite",
+	[OP_DIOWRITE] = "diowrite",	[OP_PUNCH] = "punch",
+	[OP_ZERO] = "zerorange",	[OP_SEEK] = "seek",
 };
 
 /* How often each operation is picked, out of the sum of the enabled ones. */
@@ -59,6 +63,8 @@ static int op_weight[OP_COUNT] = {
 	[OP_MAPWRITE] = 10,	[OP_TRUNCATE] = 8,	[OP_FALLOCATE] = 6,
 	[OP_FSYNC] = 3,		[OP_REOPEN] = 4,	[OP_STAT] = 5,
 	[OP_DIOREAD] = 6,	[OP_DIOWRITE] = 6,
+	/* -H turns these on */
+	[OP_PUNCH] = 0,		[OP_ZERO] = 0,		[OP_SEEK] = 0,
 };
 
 /* One done operation, for the log printed on a failure. */
@@ -118,7 +124,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: fsx [-N OPS] [-S SEED] [-l MAXLEN] [-o MAXOP] [-m MODEL] "
-	    "[-DFMv] FILE\n");
+	    "[-DFHMv] FILE\n");
 	exit(2);
 }
 
@@ -435,6 +441,78 @@ do_fallocate(void)
 }
 
 static void
+do_punch(void)
+{
+	uint64_t off = rnd_below(size + 65536), len = pick_len();
+
+	clip(&off, &len);
+	log_add(OP_PUNCH, off, len, "");
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off,
+	    (off_t)len) == -1)
+		fail(UINT64_MAX, "fallocate punch: %s", strerror(errno));
+	if (off < size)
+		memset(model + off, 0, min_u64(len, size - off));
+}
+
+static void
+do_zero(void)
+{
+	uint64_t off = rnd_below(size + 65536), len = pick_len();
+	int keep = rnd_below(2) == 0;
+
+	clip(&off, &len);
+	log_add(OP_ZERO, off, len, keep ? "keep-size" : "");
+	if (fallocate(fd, FALLOC_FL_ZERO_RANGE | (keep ? FALLOC_FL_KEEP_SIZE : 0), (off_t)off,
+	    (off_t)len) == -1)
+		fail(UINT64_MAX, "fallocate zero range: %s", strerror(errno));
+	if (off < size)
+		memset(model + off, 0, min_u64(len, size - off));
+	if (!keep && off + len > size)
+		model_resize(off + len);
+	log_size();
+}
+
+/*
+ * SEEK_DATA and SEEK_HOLE from a random offset: what they skip must read
+ * as zeros in the model, and both stay within the file.
+ */
+static void
+do_seek(void)
+{
+	uint64_t off = rnd_below(size + 4096), i;
+	int hole = rnd_below(2) == 0;
+	off_t r;
+
+	log_add(OP_SEEK, off, 0, hole ? "hole" : "data");
+	r = lseek(fd, (off_t)off, hole ? SEEK_HOLE : SEEK_DATA);
+	if (off >= size) {
+		if (r != -1 || errno != ENXIO)
+			fail(UINT64_MAX, "lseek %s at or past the end: %jd, not ENXIO",
+			    hole ? "SEEK_HOLE" : "SEEK_DATA", (intmax_t)r);
+		return;
+	}
+	if (r == -1 && (hole || errno != ENXIO))
+		fail(UINT64_MAX, "lseek %s: %s", hole ? "SEEK_HOLE" : "SEEK_DATA",
+		    strerror(errno));
+	if (hole) {
+		if ((uint64_t)r < off || (uint64_t)r > size)
+			fail(UINT64_MAX, "SEEK_HOLE from %#" PRIx64 " gave %#jx (size %#" PRIx64
+			    ")", off, (intmax_t)r, size);
+		return;
+	}
+	/* no data after off: all of it reads as zeros */
+	if (r == -1)
+		r = (off_t)size;
+	if ((uint64_t)r < off || (uint64_t)r > size)
+		fail(UINT64_MAX, "SEEK_DATA from %#" PRIx64 " gave %#jx (size %#" PRIx64 ")",
+		    off, (intmax_t)r, size);
+	for (i = off; i < (uint64_t)r; i++)
+		if (model[i] != 0)
+			fail(i, "SEEK_DATA from %#" PRIx64 " skipped to %#jx over data at %#"
+			    PRIx64, off, (intmax_t)r, i);
+}
+
+static void
 do_fsync(void)
 {
 	int data = rnd_below(2) == 0;
@@ -539,7 +617,8 @@ static void (*const op_funcs[OP_COUNT])(void) = {
 	[OP_TRUNCATE] = do_truncate,	[OP_FALLOCATE] = do_fallocate,
 	[OP_FSYNC] = do_fsync,		[OP_REOPEN] = do_reopen,
 	[OP_STAT] = do_stat,		[OP_DIOREAD] = do_dioread,
-	[OP_DIOWRITE] = do_diowrite,
+	[OP_DIOWRITE] = do_diowrite,	[OP_PUNCH] = do_punch,
+	[OP_ZERO] = do_zero,		[OP_SEEK] = do_seek,
 };
 
 static enum op
@@ -580,7 +659,7 @@ main(int argc, char **argv)
 	unsigned long ops = 1000;
 	int c, total, i;
 
-	while ((c = getopt(argc, argv, "N:S:l:o:m:DFMv")) != -1) {
+	while ((c = getopt(argc, argv, "N:S:l:o:m:DFHMv")) != -1) {
 		switch (c) {
 		case 'N': ops = (unsigned long)number(optarg); break;
 		case 'S': seed = number(optarg); break;
@@ -589,6 +668,10 @@ main(int argc, char **argv)
 		case 'm': model_out = optarg; break;
 		case 'D': op_weight[OP_DIOREAD] = op_weight[OP_DIOWRITE] = 0; break;
 		case 'F': op_weight[OP_FALLOCATE] = 0; break;
+		case 'H':
+			op_weight[OP_PUNCH] = op_weight[OP_ZERO] = 4;
+			op_weight[OP_SEEK] = 4;
+			break;
 		case 'M': op_weight[OP_MAPREAD] = op_weight[OP_MAPWRITE] = 0; break;
 		case 'v': verbose = 1; break;
 		default: usage();

@@ -14,9 +14,12 @@
 
 static char vol_dir[64], vol_img[128];
 
-/* A local max-compat volume of SIZE (truncate's syntax), BLOCK-byte blocks, 4K clusters. */
+/*
+ * A local max-compat volume of SIZE (truncate's syntax), BLOCK-byte
+ * blocks, 4K clusters, with more mkfs.ocfs2 options in EXTRA ("" for none).
+ */
 static void
-make_volume_of(const char *size, unsigned block)
+make_volume_of(const char *size, unsigned block, const char *extra)
 {
 	char cmd[512];
 
@@ -24,8 +27,8 @@ make_volume_of(const char *size, unsigned block)
 	cr_assert_not_null(mkdtemp(vol_dir));
 	snprintf(vol_img, sizeof(vol_img), "%s/v.img", vol_dir);
 	snprintf(cmd, sizeof(cmd), "truncate -s %s %s && mkfs.ocfs2 -q -F -M local "
-	    "--fs-feature-level=max-compat -b %u -C 4096 %s </dev/null >/dev/null 2>&1",
-	    size, vol_img, block, vol_img);
+	    "--fs-feature-level=max-compat -b %u -C 4096 %s %s </dev/null >/dev/null 2>&1",
+	    size, vol_img, block, extra, vol_img);
 	cr_assert_eq(system(cmd), 0, "mkfs.ocfs2");
 }
 

@@ -19,7 +19,7 @@
 static void
 make_volume(void)
 {
-	make_volume_of("256M", 512);
+	make_volume_of("256M", 512, "");
 }
 
 /* Walk every chain: c_total/c_free and the inode's totals must agree (fsck pass 0). */

@@ -267,7 +267,7 @@ Test(fsd_jbd2, superblock_features)
 static void
 make_volume(void)
 {
-	make_volume_of("64M", 1024);
+	make_volume_of("64M", 1024, "");
 }
 
 static void

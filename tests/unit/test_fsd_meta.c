@@ -54,9 +54,12 @@ Test(fsd_meta, features)
 	    err, sizeof(err)), 0);
 	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_EXTENDED_SLOT_MAP |
 	    OCFS2_FEATURE_INCOMPAT_CLUSTERINFO, 0, 0, err, sizeof(err)), 0);
-	/* default level: sparse is the lowest bit fsd lacks */
+	/* sparse files with unwritten extents, read-write */
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC,
+	    OCFS2_FEATURE_RO_COMPAT_UNWRITTEN, 0, err, sizeof(err)), 0);
+	/* default level: inline-data is the lowest bit fsd lacks */
 	cr_assert_eq(super_check_features(3, 0xB750, 1, 1, err, sizeof(err)), -1);
-	cr_assert(strstr(err, "\"sparse\"") != NULL, "%s", err);
+	cr_assert(strstr(err, "\"inline-data\"") != NULL, "%s", err);
 	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_META_ECC, 0, 1,
 	    err, sizeof(err)), -1);
 	cr_assert(strstr(err, "\"metaecc\"") != NULL, "%s", err);
