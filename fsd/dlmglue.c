@@ -642,7 +642,20 @@ glue_handle_end(struct fsd_handle *h)
 	cur_handle = NULL;
 	for (i = 0; i < h->nlocks; i++)
 		lockres_unlock(h->fs, h->locks[i], LKM_EX);
-	h->nlocks = 0;
+	free(h->locks);
+	h->locks = NULL;
+	h->nlocks = h->locks_cap = 0;
+}
+
+/* h keeps an EX hold of lr until it ends. */
+static void
+handle_keep(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	if (h->nlocks == h->locks_cap) {
+		h->locks_cap = h->locks_cap ? 2 * h->locks_cap : 8;
+		h->locks = xrealloc(h->locks, h->locks_cap * sizeof(*h->locks));
+	}
+	h->locks[h->nlocks++] = lr;
 }
 
 /*
@@ -675,13 +688,9 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 	for (i = 0; i < h->nlocks; i++)
 		if (h->locks[i] == lr)
 			return 0;
-	if (h->nlocks == nitems(h->locks)) {
-		log_warnx("a transaction needs more than %zu allocator locks", nitems(h->locks));
-		return -ENOLCK;
-	}
 	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
 		return rc;
-	h->locks[h->nlocks++] = lr;
+	handle_keep(h, lr);
 	return 0;
 }
 
@@ -847,9 +856,8 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 	pthread_mutex_t *m = state_mtx(fs);
 
 	pthread_mutex_lock(m);
-	if (level == LKM_EX && cur_handle != NULL && cur_handle->fs == fs &&
-	    cur_handle->nlocks < nitems(cur_handle->locks)) {
-		cur_handle->locks[cur_handle->nlocks++] = lr;
+	if (level == LKM_EX && cur_handle != NULL && cur_handle->fs == fs) {
+		handle_keep(cur_handle, lr);
 		pthread_mutex_unlock(m);
 		return;
 	}

@@ -593,8 +593,8 @@ struct fsd_handle {
 	unsigned	  nundo, cap;
 	uint64_t	  dirs[4];	/* directories changed: indexes to drop on abort */
 	unsigned	  ndirs;
-	struct fsd_lockres *locks[16];	/* EX holds kept until the handle ends */
-	unsigned	  nlocks;
+	struct fsd_lockres **locks;	/* EX holds kept until the handle ends */
+	unsigned	  nlocks, locks_cap;
 };
 /* dlmglue.c: journal_start/stop call these around every handle. */
 void	 glue_handle_begin(struct fsd_handle *h);
