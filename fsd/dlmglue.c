@@ -15,10 +15,11 @@
  * recovery of a dead node to finish, then reads afresh.
  *
  * A resource lives while referenced (an inode in memory) or held. Once
- * neither, it joins the idle list with its level still cached; beyond
- * lock_cache idle resources the downconvert thread takes the oldest one's
- * lock out of dlmd (writing home what EX protected) and frees it, so that
- * neither fsd nor dlmd grows with every inode ever touched.
+ * neither, it joins the idle list with its level still cached (lockres.c);
+ * beyond lock_cache idle resources the downconvert thread takes the
+ * oldest one's lock out of dlmd (writing home what EX protected) and
+ * frees it, so that neither fsd nor dlmd grows with every inode ever
+ * touched.
  *
  * Local mounts (and nocluster) have no glue: the holder counts alone
  * serialise this node's users, the level is always EX.
@@ -33,14 +34,11 @@
  * under glue->cmtx, never while holding glue->mtx waiting for anything.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <ocfs2-kernel/ocfs2_lockid.h>
 
 #include "log.h"
 #include "o2dlm.h"
@@ -48,68 +46,14 @@
 
 #include "ops.h"
 #include "glue.h"
+#include "lockres.h"
 
-_Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 _Static_assert(LKM_NL == DLMC_NL && LKM_PR == DLMC_PR && LKM_EX == DLMC_EX, "o2dlm's modes");
-
-#define LR_HASH		4096
-
-#define LR_BUSY		0x01	/* a request to dlmd is in flight */
-#define LR_BLOCKED	0x02	/* another node waits for us to come down */
-#define LR_QUEUED	0x04	/* on the downconvert queue */
-#define LR_REFRESH	0x08	/* granted from NL: cached state is stale */
-#define LR_REFRESHING	0x10
-#define LR_CANCEL	0x20	/* our in-flight upconvert is being cancelled */
-#define LR_UNSURE	0x40	/* granted afresh with no valid value block: a dead
-				   node may have held it at EX */
-#define LR_IDLE		0x80	/* on the idle list */
-#define LR_DROPPING	0x100	/* out of the table, its lock going: no more queueing */
-#define LR_LVB_FRESH	0x200	/* META granted from NL with the value block its last
-				   EX holder left (in lvb); no EX here since */
-#define LR_INTR		0x400	/* lockres_interrupt(): an LKF_INTR wait gives up */
-#define LR_FLUSHING	0x800	/* on the flush queue or flushing (flush_loop) */
-#define LR_FLUSHED	0x1000	/* flushed: the downconvert goes on */
 
 /* Flushes of one downconvert while holders keep coming in (flush_loop). */
 #define FLUSH_ROUNDS	3
 /* How long the downconvert waits for one flush (flush_overdue). */
 #define FLUSH_WAIT_MS	2000
-
-/* Local holder state when there is no cluster: one mutex for all. */
-static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
-
-/* The type letter of a lock name: OCFS2's, and 'X' for POSIX locks (plock.c),
- * which the kernel's dlmglue does not have. */
-static char
-lock_type_char(enum fsd_lock_type t)
-{
-	switch (t) {
-	case FSD_LOCK_META:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
-	case FSD_LOCK_RW:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RW);
-	case FSD_LOCK_OPEN:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_OPEN);
-	case FSD_LOCK_SUPER:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_SUPER);
-	case FSD_LOCK_RENAME:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RENAME);
-	case FSD_LOCK_ORPHAN_SCAN:	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_ORPHAN_SCAN);
-	case FSD_LOCK_FLOCK:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_FLOCK);
-	case FSD_LOCK_PLOCK:		return 'X';
-	}
-	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
-}
-
-void
-lockres_name(char *out, size_t outlen, enum fsd_lock_type type, uint64_t blkno,
-    uint32_t generation)
-{
-	/* dlmglue's ocfs2_build_lock_name: %c%s%016llx%08x */
-	snprintf(out, outlen, "%c%s%016" PRIx64 "%08x",
-	    lock_type_char(type), OCFS2_LOCK_ID_PAD, blkno, generation);
-}
-
-static pthread_mutex_t *
-state_mtx(struct fsd *fs)
-{
-	return fs->glue != NULL ? &fs->glue->mtx : &local_mtx;
-}
 
 /* The highest level compatible with another node's request for `wanted`
  * (o2dlm's rule, which dlmfs follows too). */
@@ -134,137 +78,6 @@ static int
 flush_lets_in(const struct fsd_lockres *lr, int level)
 {
 	return (lr->flags & LR_FLUSHING) && level <= lr->level;
-}
-
-static struct fsd_lockres *
-lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
-    uint64_t owner)
-{
-	struct fsd_lockres *lr = xcalloc(1, sizeof(*lr));
-
-	lockres_name(lr->name, sizeof(lr->name), type, blkno, generation);
-	lr->type = type;
-	lr->owner = owner;
-	lr->glue = fs->glue;
-	lr->level = fs->glue != NULL ? -1 : LKM_EX;
-	pthread_cond_init(&lr->cv, NULL);
-	return lr;
-}
-
-static void
-idle_remove(struct fsd_glue *g, struct fsd_lockres *lr)
-{
-	if (lr->idle_prev != NULL)
-		lr->idle_prev->idle_next = lr->idle_next;
-	else
-		g->idle_head = lr->idle_next;
-	if (lr->idle_next != NULL)
-		lr->idle_next->idle_prev = lr->idle_prev;
-	else
-		g->idle_tail = lr->idle_prev;
-	lr->flags &= ~LR_IDLE;
-	g->nidle--;
-}
-
-/*
- * The table's resource of that name, made if need be. It stays in the
- * table while referenced or held, and with a cluster its level is cached
- * in dlmd meanwhile; the last lockres_put() lets it go.
- */
-struct fsd_lockres *
-lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
-    uint64_t owner)
-{
-	struct fsd_lockres *lr, **table;
-	pthread_mutex_t *m = state_mtx(fs);
-	char name[FSD_LOCK_NAME_LEN];
-	unsigned h;
-
-	lockres_name(name, sizeof(name), type, blkno, generation);
-	h = (unsigned)(((blkno * 0x9E3779B97F4A7C15ULL) >> 40) ^ (uint64_t)type) & (LR_HASH - 1);
-	pthread_mutex_lock(m);
-	if (fs->lockres_hash == NULL)
-		fs->lockres_hash = xcalloc(LR_HASH, sizeof(*fs->lockres_hash));
-	table = fs->lockres_hash;
-	for (lr = table[h]; lr != NULL; lr = lr->hnext)
-		if (strcmp(lr->name, name) == 0)
-			break;
-	if (lr == NULL) {
-		lr = lockres_alloc(fs, type, blkno, generation, owner);
-		lr->bucket = h;
-		lr->hnext = table[h];
-		table[h] = lr;
-	}
-	lr->refs++;
-	if (lr->flags & LR_IDLE)
-		idle_remove(fs->glue, lr);
-	pthread_mutex_unlock(m);
-	return lr;
-}
-
-static void
-lockres_unhash(struct fsd *fs, struct fsd_lockres *lr)
-{
-	struct fsd_lockres **pp;
-
-	for (pp = &fs->lockres_hash[lr->bucket]; *pp != NULL; pp = &(*pp)->hnext)
-		if (*pp == lr) {
-			*pp = lr->hnext;
-			return;
-		}
-}
-
-/*
- * Nobody refers to lr nor holds it. Alone, it goes at once. In a cluster
- * its lock stays cached, as long as the idle list is not full: OCFS2
- * keeps an inode's locks as long as the kernel keeps the inode. State
- * mutex held.
- */
-static void
-lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr)
-{
-	struct fsd_glue *g = fs->glue;
-
-	if (lr->private || lr->refs > 0 || lr->ro + lr->ex > 0 || (lr->flags & LR_IDLE))
-		return;		/* a private one goes with lockres_private_free() */
-	if (g == NULL) {
-		lockres_unhash(fs, lr);
-		pthread_cond_destroy(&lr->cv);
-		free(lr);
-		return;
-	}
-	lr->flags |= LR_IDLE;
-	lr->idle_next = NULL;
-	lr->idle_prev = g->idle_tail;
-	if (g->idle_tail != NULL)
-		g->idle_tail->idle_next = lr;
-	else
-		g->idle_head = lr;
-	g->idle_tail = lr;
-	if (++g->nidle > g->idle_max)
-		pthread_cond_signal(&g->dc_cv);
-}
-
-void
-lockres_put(struct fsd *fs, struct fsd_lockres *lr)
-{
-	pthread_mutex_t *m = state_mtx(fs);
-
-	pthread_mutex_lock(m);
-	if (lr->refs > 0 && --lr->refs == 0)
-		lockres_maybe_drop(fs, lr);
-	pthread_mutex_unlock(m);
-}
-
-/* A lock resource of its own, outside the table (one per flock()ing file). */
-struct fsd_lockres *
-lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation)
-{
-	struct fsd_lockres *lr = lockres_alloc(fs, type, blkno, generation, 0);
-
-	lr->nocache = 1;
-	lr->private = 1;
-	return lr;
 }
 
 static void
@@ -323,142 +136,6 @@ lockres_private_free(struct fsd *fs, struct fsd_lockres *lr)
 	}
 	pthread_cond_destroy(&lr->cv);
 	free(lr);
-}
-
-void
-lockres_free_all(struct fsd *fs)
-{
-	struct fsd_lockres *lr, *n;
-	unsigned h;
-
-	if (fs->lockres_hash == NULL)
-		return;
-	for (h = 0; h < LR_HASH; h++)
-		for (lr = fs->lockres_hash[h]; lr != NULL; lr = n) {
-			n = lr->hnext;
-			pthread_cond_destroy(&lr->cv);
-			free(lr);
-		}
-	free(fs->lockres_hash);
-	fs->lockres_hash = NULL;
-}
-
-void
-lockres_census(struct fsd *fs, struct lockres_census *lc)
-{
-	const struct fsd_lockres *lr;
-	unsigned h;
-
-	memset(lc, 0, sizeof(*lc));
-	pthread_mutex_lock(state_mtx(fs));
-	for (h = 0; fs->lockres_hash != NULL && h < LR_HASH; h++)
-		for (lr = fs->lockres_hash[h]; lr != NULL; lr = lr->hnext) {
-			lc->total++;
-			lc->ex += lr->level == LKM_EX;
-			lc->pr += lr->level == LKM_PR;
-			lc->nl += lr->level == LKM_NL;
-		}
-	pthread_mutex_unlock(state_mtx(fs));
-}
-
-struct fsd_lockres *
-sysinode_lockres(struct fsd *fs, uint64_t blkno)
-{
-	struct fsd_buf *b;
-	uint32_t gen = 0;
-
-	/* a system inode's generation never changes: no lock needed to read it */
-	if (block_read(fs, blkno, BLK_INODE, &b) == 0) {
-		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
-		block_put(fs, b);
-	}
-	return lockres_get(fs, FSD_LOCK_META, blkno, gen, blkno);
-}
-
-/* ocfs2_pack_timespec: seconds in the high 34 bits, nanoseconds below. */
-static uint64_t
-pack_time(uint64_t sec, uint32_t nsec)
-{
-	if (sec > (1ULL << 34) - 1)
-		sec = (1ULL << 34) - 1;
-	return sec << 30 | (nsec & ((1u << 30) - 1));
-}
-
-void
-glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb)
-{
-	uint8_t *p = lvb;
-	uint16_t v16;
-	uint32_t v32;
-	uint64_t v64;
-
-#define PUT(off, bits, val) do { v##bits = htobe##bits(val); memcpy(p + (off), &v##bits, sizeof(v##bits)); } while (0)
-	memset(lvb, 0, 64);
-	lvb[0] = 5;	/* OCFS2_LVB_VERSION */
-	PUT(2, 16, LE16(di->i_dyn_features));
-	PUT(4, 32, LE32(di->i_clusters));
-	PUT(8, 32, LE32(di->i_uid));
-	PUT(12, 32, LE32(di->i_gid));
-	PUT(16, 64, pack_time(LE64(di->i_atime), LE32(di->i_atime_nsec)));
-	PUT(24, 64, pack_time(LE64(di->i_ctime), LE32(di->i_ctime_nsec)));
-	PUT(32, 64, pack_time(LE64(di->i_mtime), LE32(di->i_mtime_nsec)));
-	PUT(40, 64, LE64(di->i_size));
-	PUT(48, 16, LE16(di->i_mode));
-	PUT(50, 16, LE16(di->i_links_count));
-	PUT(52, 32, LE32(di->i_attr));
-	PUT(56, 32, LE32(di->i_generation));
-#undef PUT
-}
-
-static uint64_t
-lvb_get(const uint8_t *lvb, unsigned off, unsigned len)
-{
-	uint64_t v = 0;
-	unsigned i;
-
-	for (i = 0; i < len; i++)
-		v = v << 8 | lvb[off + i];
-	return v;
-}
-
-int
-glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation, struct stat *st)
-{
-	struct fsd_glue *g = fs->glue;
-	uint8_t lvb[DLMC_LVB_LEN];
-	uint64_t t;
-	int i, fresh;
-	struct timespec *ts[3] = { &st->st_atim, &st->st_ctim, &st->st_mtim };
-
-	if (g == NULL)
-		return -1;
-	pthread_mutex_lock(&g->mtx);
-	fresh = (lr->flags & LR_LVB_FRESH) != 0;
-	if (fresh)
-		memcpy(lvb, lr->lvb, sizeof(lvb));
-	pthread_mutex_unlock(&g->mtx);
-	/* the layout glue_pack_lvb writes */
-	if (!fresh || lvb[0] != 5 || lvb_get(lvb, 56, 4) != generation ||
-	    !S_ISREG(lvb_get(lvb, 48, 2)))
-		return -1;
-	memset(st, 0, sizeof(*st));
-	st->st_ino = lr->owner;
-	st->st_mode = (mode_t)lvb_get(lvb, 48, 2);
-	st->st_nlink = (nlink_t)lvb_get(lvb, 50, 2);
-	st->st_uid = (uid_t)lvb_get(lvb, 8, 4);
-	st->st_gid = (gid_t)lvb_get(lvb, 12, 4);
-	st->st_size = (off_t)lvb_get(lvb, 40, 8);
-	st->st_blocks = (blkcnt_t)(lvb_get(lvb, 4, 4) << (fs->cbits - 9));
-	st->st_blksize = fs->vol.cluster_bytes;
-	for (i = 0; i < 3; i++) {
-		t = lvb_get(lvb, 16 + 8 * (unsigned)i, 8);
-		ts[i]->tv_sec = (time_t)(t >> 30);
-		ts[i]->tv_nsec = (long)(t & ((1u << 30) - 1));
-	}
-	pthread_mutex_lock(&g->mtx);
-	g->lvb_stats++;
-	pthread_mutex_unlock(&g->mtx);
-	return 0;
 }
 
 /* ---- requests to dlmd ------------------------------------------------- */
@@ -704,7 +381,7 @@ int
 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf)
 {
 	struct fsd_glue *g = fs->glue;
-	pthread_mutex_t *m = state_mtx(fs);
+	pthread_mutex_t *m = lockres_mutex(fs);
 	int rc;
 
 	pthread_mutex_lock(m);
@@ -853,7 +530,7 @@ lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level)
 void
 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 {
-	pthread_mutex_t *m = state_mtx(fs);
+	pthread_mutex_t *m = lockres_mutex(fs);
 
 	pthread_mutex_lock(m);
 	if (level == LKM_EX && cur_handle != NULL && cur_handle->fs == fs) {
@@ -1149,7 +826,7 @@ stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
 	memset(lvb, 0, DLMC_LVB_LEN);
 	if (lr->owner == 0 || block_read(fs, lr->owner, BLK_INODE, &b) != 0)
 		return;
-	glue_pack_lvb((const struct ocfs2_dinode *)b->data, lvb);
+	meta_lvb_pack((const struct ocfs2_dinode *)b->data, lvb);
 	block_put(fs, b);
 }
 
@@ -1263,12 +940,10 @@ static void
 drop_idle(struct fsd_glue *g)
 {
 	struct fsd *fs = g->fs;
-	struct fsd_lockres *lr = g->idle_head;
+	struct fsd_lockres *lr = lockres_take_idle(fs);
 	uint8_t lvb[DLMC_LVB_LEN];
 	int has_lvb;
 
-	idle_remove(g, lr);
-	lockres_unhash(fs, lr);
 	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
 	lr->flags |= LR_DROPPING;

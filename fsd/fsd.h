@@ -259,7 +259,7 @@ void	 plock_stop(struct fsd *fs);
 /* A close by this owner drops its POSIX locks on the inode, as close(2) does. */
 void	 plock_flush(struct fsd *fs, uint64_t blkno, uint64_t owner);
 
-/* dlmglue.c */
+/* lockres.c */
 enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
 	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK, FSD_LOCK_PLOCK };
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
@@ -283,6 +283,9 @@ void	 lockres_census(struct fsd *fs, struct lockres_census *lc);
 /* Not shared through the table, never cached: each its own lock in dlmd. */
 struct fsd_lockres *lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation);
+
+/* dlmglue.c */
+/* A private resource's lock leaves dlmd, then the resource is freed. */
 void	 lockres_private_free(struct fsd *fs, struct fsd_lockres *lr);
 /* level is LKM_PR or LKM_EX; 0 or -errno (-EAGAIN: LKF_TRY and busy). */
 int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
@@ -307,16 +310,16 @@ int	 lockres_read_level(struct fsd_lockres *lr);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 glue_session_gone(struct fsd *fs);
-/* The META lock of a system inode (named with its generation). */
-struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
+
+/* lvb.c */
 /* ocfs2_meta_lvb from an inode: what other nodes could trust without a read. */
-void	 glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb);
+void	 meta_lvb_pack(const struct ocfs2_dinode *di, uint8_t *lvb);
 /*
  * With META (lr) held PR and granted from NL: the stat of a regular file
  * of that generation from the value block its last EX holder left, as the
  * kernel refreshes an inode from a trustable LVB. 0, or -1 (read the block).
  */
-int	 glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation,
+int	 meta_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation,
 	    struct stat *st);
 
 /* super.c */
@@ -423,6 +426,8 @@ int	 inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, uns
  * generation (RW, FLOCK, PLOCK) follow the new inode from now on.
  */
 void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation);
+/* The META lock of a system inode (named with its generation). */
+struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
 /* Its attributes under META PR, from a trustable value block or the block. */
 int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
 void	 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b);

@@ -377,7 +377,7 @@ inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st)
 
 	if ((rc = lockres_lock(fs, ip->meta, LKM_PR)) != 0)
 		return rc;
-	if (glue_lvb_stat(fs, ip->meta, ip->generation, st) != 0 &&
+	if (meta_lvb_stat(fs, ip->meta, ip->generation, st) != 0 &&
 	    (rc = block_read(fs, ip->blkno, BLK_INODE, &b)) == 0) {
 		inode_to_stat(fs, (const struct ocfs2_dinode *)b->data, st);
 		block_put(fs, b);
@@ -623,4 +623,18 @@ inode_wipe(struct fsd_handle *h, struct fsd_buf *ib)
 	journal_dirty(h, ib);
 	/* Nobody may read this block as an inode again until reallocated. */
 	return 0;
+}
+
+struct fsd_lockres *
+sysinode_lockres(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_buf *b;
+	uint32_t gen = 0;
+
+	/* a system inode's generation never changes: no lock needed to read it */
+	if (block_read(fs, blkno, BLK_INODE, &b) == 0) {
+		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+		block_put(fs, b);
+	}
+	return lockres_get(fs, FSD_LOCK_META, blkno, gen, blkno);
 }
