@@ -4,15 +4,15 @@
  * A lock resource keeps the level dlmd granted us after its last holder
  * on this node is gone; only another node's request, arriving as a BAST,
  * takes it down. The downconvert thread then waits until no holder here
- * conflicts, has the kernel write back and drop the pages of a file
- * whose META lock leaves EX (or goes to NL), writes home what the level
- * protected (a journal checkpoint
- * when giving up EX), forgets what this node cached under it when going
- * to NL (blocks of its owner inode, a directory's name index, and the
- * kernel's pages and attributes through FUSE notify-inval), and converts.
- * A holder that needs a higher level than granted converts up and waits
- * for the AST; the first holder after a grant from NL waits for any fs
- * recovery of a dead node to finish, then reads afresh.
+ * conflicts and converts, calling the lock type's ops (struct
+ * fsd_lock_ops, each defined by the module that owns what the lock
+ * guards) on the way: the flush of cached pages its needs_flush asks for
+ * (by the flush thread), write_home and set_lvb when leaving EX, refresh
+ * and invalidate when going to NL. A holder that needs a higher level
+ * than granted converts up and waits for the AST; the first holder after
+ * a grant from NL waits for any fs recovery of a dead node to finish
+ * (LOCK_TYPE_REQUIRES_REFRESH), and the type's refresh forgets what was
+ * cached.
  *
  * A resource lives while referenced (an inode in memory) or held. Once
  * neither, it joins the idle list with its level still cached (lockres.c);
@@ -27,9 +27,10 @@
  * Threads: the dispatch thread reads dlmd's socket and runs the Ast/Bast
  * callbacks; the downconvert thread; the flush thread, which has the
  * kernel write back and drop a file's pages before its META lock comes
- * down (see flush_loop for why that cannot deadlock); the inval thread
- * (notify-inval may wait for pages that a reader locked while it waits
- * for one of our locks, so it never runs where a lock waits for it).
+ * down (see flush_loop for why that cannot deadlock); the inval thread,
+ * which runs the invalidates of locks gone to NL (the kernel may wait
+ * for pages that a reader locked while it waits for one of our locks, so
+ * they never run where a lock waits for them).
  * One mutex (glue->mtx) covers every lock resource's state; dlmc calls go
  * under glue->cmtx, never while holding glue->mtx waiting for anything.
  */
@@ -44,7 +45,6 @@
 #include "o2dlm.h"
 #include "util.h"
 
-#include "ops.h"
 #include "glue.h"
 #include "lockres.h"
 
@@ -160,25 +160,6 @@ request_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 	pthread_mutex_unlock(&g->mtx);
 }
 
-static int
-has_valblk(const struct fsd_lockres *lr)
-{
-	return lr->type == FSD_LOCK_META || lr->type == FSD_LOCK_ORPHAN_SCAN;
-}
-
-/*
- * Journaled blocks change only under META locks (an inode and its tree):
- * given up from EX, what the journal holds must go home first. The others
- * order work whose blocks have META locks of their own (RW, OPEN, RENAME),
- * or guard no block (ORPHAN_SCAN, FLOCK, PLOCK; SUPER's slot map is written
- * in place), so they need no checkpoint.
- */
-static int
-guards_blocks(const struct fsd_lockres *lr)
-{
-	return lr->type == FSD_LOCK_META;
-}
-
 /* Send a lock or convert request for lr; glue->mtx NOT held. */
 static void
 send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached,
@@ -193,7 +174,7 @@ send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached
 	a.namelen = FSD_LOCK_NAME_LEN - 1;
 	a.mode = level;
 	a.flags = flags | (attached ? DLMC_F_CONVERT : 0) |
-	    (has_valblk(lr) ? DLMC_F_VALBLK : 0);
+	    ((lr->ops->flags & LOCK_TYPE_USES_LVB) ? DLMC_F_VALBLK : 0);
 	a.lockid = lockid;
 	a.lvb = lvb;
 	a.user = (uint64_t)(uintptr_t)lr;
@@ -291,10 +272,8 @@ dc_unqueue(struct fsd_glue *g, struct fsd_lockres *lr)
 static void
 refresh(struct fsd *fs, struct fsd_lockres *lr)
 {
-	if (lr->owner == 0)
-		return;
-	block_forget_owner(fs, lr->owner);
-	dir_index_drop(fs, lr->owner);
+	if (lr->ops->refresh != NULL)
+		lr->ops->refresh(fs, lr);
 }
 
 /*
@@ -418,7 +397,8 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			 * its journal is replayed. We wait holding no count on it,
 			 * so that recovery, or another node, can still have it.
 			 */
-			if ((lr->flags & LR_UNSURE) && lr->owner != 0 && !(lkf & LKF_RECOVERY) &&
+			if ((lr->flags & LR_UNSURE) && lr->owner != 0 &&
+			    (lr->ops->flags & LOCK_TYPE_REQUIRES_REFRESH) && !(lkf & LKF_RECOVERY) &&
 			    glue_recovery_pending(g)) {
 				if (lkf & LKF_TRY) {
 					pthread_mutex_unlock(m);
@@ -572,12 +552,12 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 			lr->flags |= LR_REFRESH;
 			if (!(ast->has_lvb && ast->lvb_valid))
 				lr->flags |= LR_UNSURE;
-			else if (lr->type == FSD_LOCK_META) {
+			else if (lr->ops->set_lvb != NULL) {
 				memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
 				lr->flags |= LR_LVB_FRESH;
 			}
 		}
-		if (ast->has_lvb && lr->type != FSD_LOCK_META) {
+		if (ast->has_lvb && lr->ops->set_lvb == NULL) {
 			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
 			lr->lvb_valid = ast->lvb_valid;
 		}
@@ -664,12 +644,14 @@ dispatch_loop(void *arg)
 
 /* ---- downconvert ------------------------------------------------------- */
 
+/* lr's invalidate for its owner, by the inval thread. */
 static void
-queue_inval(struct fsd_glue *g, uint64_t blkno)
+queue_inval(struct fsd_glue *g, const struct fsd_lockres *lr)
 {
 	struct inval *iv = xmalloc(sizeof(*iv));
 
-	iv->blkno = blkno;
+	iv->ops = lr->ops;
+	iv->owner = lr->owner;
 	pthread_mutex_lock(&g->iv_mtx);
 	iv->next = g->iv_head;
 	g->iv_head = iv;
@@ -693,10 +675,7 @@ inval_loop(void *arg)
 		iv = g->iv_head;
 		g->iv_head = iv->next;
 		pthread_mutex_unlock(&g->iv_mtx);
-		pthread_mutex_lock(&g->se_mtx);
-		if (fs->se != NULL)
-			fuse_lowlevel_notify_inval_inode(fs->se, fsd_blkno_to_ino(fs, iv->blkno), 0, 0);
-		pthread_mutex_unlock(&g->se_mtx);
+		iv->ops->invalidate(fs, iv->owner);
 		free(iv);
 		pthread_mutex_lock(&g->iv_mtx);
 	}
@@ -704,22 +683,11 @@ inval_loop(void *arg)
 	return NULL;
 }
 
-/*
- * Must the kernel's pages of lr's file go back and out before lr comes
- * down to target? Leaving EX, always: a page written through a shared
- * mapping reaches us only when the kernel writes it back, and it may be
- * dirtied under EX alone (READs take EX while the file is open for
- * writing here, lockres_read_level). Going to NL, so that this node's
- * mappings see the other node's writes; but not while the file is open
- * for writing here, where a write(2) may hold pages locked while it waits
- * for EX, which the other node has first: no page can be dirty then (they
- * all went at the last EX), and the inval thread drops them afterwards.
- */
+/* Must lr's cached pages go back and out before it comes down to target? */
 static int
 must_flush(const struct fsd_lockres *lr, int target)
 {
-	return lr->type == FSD_LOCK_META && lr->pages && lr->owner != 0 &&
-	    (lr->level == LKM_EX || (target == LKM_NL && lr->writers == 0));
+	return lr->ops->needs_flush != NULL && lr->ops->needs_flush(lr, target);
 }
 
 static void
@@ -738,11 +706,10 @@ queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
 }
 
 /*
- * The flush thread: FUSE's notify-inval-inode has the kernel unmap the
+ * The flush thread: the lock type's invalidate has the kernel unmap the
  * file's pages, write back the dirty ones (WRITE requests, which our
- * other threads serve), and drop them all, as ocfs2's downconvert of an
- * inode lock writes back and truncates the inode's pages
- * (ocfs2_data_convert_worker). Then the downconvert goes on.
+ * other threads serve), and drop them all (meta_invalidate). Then the
+ * downconvert goes on.
  *
  * The kernel waits for every page a request of ours holds locked: a
  * READ reading it in, a write(2) or a writeback. Those requests must not
@@ -783,11 +750,7 @@ flush_loop(void *arg)
 			fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &g->fl_deadline);
 			pthread_cond_signal(&g->dc_cv);		/* it watches the deadline */
 			pthread_mutex_unlock(&g->mtx);
-			pthread_mutex_lock(&g->se_mtx);
-			if (fs->se != NULL)
-				fuse_lowlevel_notify_inval_inode(fs->se,
-				    fsd_blkno_to_ino(fs, lr->owner), 0, 0);
-			pthread_mutex_unlock(&g->se_mtx);
+			lr->ops->invalidate(fs, lr->owner);
 			pthread_mutex_lock(&g->mtx);
 			if (!(lr->flags & LR_FLUSHING) || lr->flush_passes == 0 ||
 			    round == FLUSH_ROUNDS)
@@ -817,17 +780,25 @@ flush_stuck(struct fsd_glue *g)
 	    (now.tv_sec == g->fl_deadline.tv_sec && now.tv_nsec >= g->fl_deadline.tv_nsec);
 }
 
-/* Fill a META lock's value block from the inode we are giving up (dlmglue's). */
-static void
-stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
+/*
+ * lr leaves EX (lr BUSY, glue->mtx not held): what changed under it goes
+ * home first, and its value block is filled. 1 if the request carries it.
+ */
+static int
+leave_ex(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
 {
-	struct fsd_buf *b;
+	const struct fsd_lock_ops *ops = lr->ops;
 
-	memset(lvb, 0, DLMC_LVB_LEN);
-	if (lr->owner == 0 || block_read(fs, lr->owner, BLK_INODE, &b) != 0)
-		return;
-	meta_lvb_pack((const struct ocfs2_dinode *)b->data, lvb);
-	block_put(fs, b);
+	if (ops->write_home != NULL && ops->write_home(fs, lr) != 0)
+		log_warnx("lock %s: writing home what changed under EX failed", lr->name);
+	/* unsure: we read nothing under it, so it stays invalid */
+	if (!(ops->flags & LOCK_TYPE_USES_LVB) || (lr->flags & LR_UNSURE))
+		return 0;
+	if (ops->set_lvb != NULL)
+		ops->set_lvb(fs, lr, lvb);
+	else
+		memcpy(lvb, lr->lvb, DLMC_LVB_LEN);	/* its holder wrote it */
+	return 1;
 }
 
 /*
@@ -897,25 +868,14 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	lr->flags &= ~LR_FLUSHED;
 	/* BUSY keeps lockers out while we write home and forget */
 	from = lr->level;
-	has_lvb = from == LKM_EX && has_valblk(lr);
 	lr->flags |= LR_BUSY;
 	pthread_mutex_unlock(&g->mtx);
-	if (from == LKM_EX) {
-		/* what we changed under EX must be home before anyone else reads it */
-		if (guards_blocks(lr) && journal_checkpoint(fs) != 0)
-			log_warnx("lock %s: checkpoint before giving it up failed", lr->name);
-		if (lr->flags & LR_UNSURE)
-			has_lvb = 0;	/* we read nothing under it: it stays invalid */
-		else if (lr->type == FSD_LOCK_META)
-			stuff_lvb(fs, lr, lvb);
-		else
-			memcpy(lvb, lr->lvb, sizeof(lvb));	/* its holder wrote it */
-	}
+	has_lvb = from == LKM_EX && leave_ex(fs, lr, lvb);
 	if (target == LKM_NL) {
 		lr->flags &= ~LR_LVB_FRESH;
 		refresh(fs, lr);
-		if (lr->type == FSD_LOCK_META && lr->owner != 0 && !flushed)
-			queue_inval(g, lr->owner);
+		if (lr->ops->invalidate != NULL && lr->owner != 0 && !flushed)
+			queue_inval(g, lr);
 	}
 	pthread_mutex_lock(&g->mtx);
 	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL, 0);
@@ -948,15 +908,9 @@ drop_idle(struct fsd_glue *g)
 		pthread_cond_wait(&lr->cv, &g->mtx);
 	lr->flags |= LR_DROPPING;
 	if (lr->level >= 0 && !g->dead_conn) {
-		has_lvb = lr->level == LKM_EX && has_valblk(lr) && !(lr->flags & LR_UNSURE);
 		lr->flags |= LR_BUSY;
 		pthread_mutex_unlock(&g->mtx);
-		if (lr->level == LKM_EX && guards_blocks(lr) && journal_checkpoint(fs) != 0)
-			log_warnx("lock %s: checkpoint before dropping it failed", lr->name);
-		if (has_lvb && lr->type == FSD_LOCK_META)
-			stuff_lvb(fs, lr, lvb);
-		else if (has_lvb)
-			memcpy(lvb, lr->lvb, sizeof(lvb));
+		has_lvb = lr->level == LKM_EX && leave_ex(fs, lr, lvb);
 		refresh(fs, lr);
 		unlock_wait(g, lr, has_lvb ? DLMC_F_VALBLK : 0, has_lvb ? lvb : NULL);
 	}
@@ -1055,7 +1009,6 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	pthread_cond_init(&g->dc_cv, NULL);
 	pthread_cond_init(&g->reco_cv, NULL);
 	pthread_mutex_init(&g->iv_mtx, NULL);
-	pthread_mutex_init(&g->se_mtx, NULL);
 	pthread_cond_init(&g->iv_cv, NULL);
 	pthread_cond_init(&g->fl_cv, NULL);
 	if ((g->dc = dlmc_open(rundir, &cb, g)) == NULL) {
@@ -1078,20 +1031,6 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	    pthread_create(&g->fl_thread, NULL, flush_loop, g) != 0)
 		fatalx("cannot start the lock threads");
 	return 0;
-}
-
-void
-glue_session_gone(struct fsd *fs)
-{
-	struct fsd_glue *g = fs->glue;
-
-	if (g == NULL) {
-		fs->se = NULL;
-		return;
-	}
-	pthread_mutex_lock(&g->se_mtx);
-	fs->se = NULL;
-	pthread_mutex_unlock(&g->se_mtx);
 }
 
 void

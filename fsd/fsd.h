@@ -29,7 +29,7 @@
  * Nothing here assumes one node: all per-node state hangs off the slot
  * we claimed (struct fsd_slot), and metadata is reached through lock
  * resources; cached blocks carry the inode whose lock covers them, so a
- * downconvert forgets exactly those (block_forget_owner, dir_index_drop).
+ * downconvert forgets exactly those (block_forget_owner, inode_drop_dindex).
  */
 #ifndef FSD_H
 #define FSD_H
@@ -96,6 +96,7 @@ struct fsd_cache {
 struct fsd_lockres {
 	char			 name[FSD_LOCK_NAME_LEN];	/* NUL-terminated */
 	int			 type;		/* enum fsd_lock_type */
+	const struct fsd_lock_ops *ops;		/* what the type means (lock_ops) */
 	uint64_t		 owner;		/* inode whose cached blocks it covers, or 0 */
 	struct fsd_glue		*glue;		/* NULL: no cluster */
 	unsigned		 ro, ex;	/* holders on this node */
@@ -261,7 +262,52 @@ void	 plock_flush(struct fsd *fs, uint64_t blkno, uint64_t owner);
 
 /* lockres.c */
 enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
-	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK, FSD_LOCK_PLOCK };
+	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK, FSD_LOCK_PLOCK,
+	FSD_LOCK_NTYPES };
+
+/* Requests carry the value block (DLM_LKF_VALBLK). */
+#define LOCK_TYPE_USES_LVB		0x1
+/*
+ * What it guards is read from the disk under it: a dead node that may
+ * have held it at EX is recovered before anyone here holds it again, and
+ * refresh runs when it is granted afresh from NL.
+ */
+#define LOCK_TYPE_REQUIRES_REFRESH	0x2
+
+/*
+ * What one lock type means, as the kernel's struct ocfs2_lock_res_ops
+ * (fs/ocfs2/dlmglue.c), defined by the module that owns what the lock
+ * guards. dlmglue.c drives the requests, ASTs, BASTs and downconverts and
+ * calls these without its mutex held; a NULL member does nothing.
+ */
+struct fsd_lock_ops {
+	char	 letter;	/* of the lock name (ocfs2_lockid.h) */
+	unsigned flags;		/* LOCK_TYPE_* */
+	/* Forget what this node cached under lr: granted afresh, or going to NL. */
+	void	(*refresh)(struct fsd *fs, struct fsd_lockres *lr);
+	/* Leaving EX: what changed under it goes home first. 0 or -errno. */
+	int	(*write_home)(struct fsd *fs, struct fsd_lockres *lr);
+	/*
+	 * Leaving EX: the value block from what lr guards (ocfs2's set_lvb);
+	 * NULL: what its holders wrote into lr->lvb. A type with set_lvb
+	 * trusts a value block granted from NL only until it takes EX.
+	 */
+	void	(*set_lvb)(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb);
+	/*
+	 * Must the kernel's cached pages of lr's file go back and out before
+	 * lr comes down to target (the downconvert worker)? State mutex held.
+	 */
+	int	(*needs_flush)(const struct fsd_lockres *lr, int target);
+	/* Have the kernel write back and drop what it caches of owner. May wait. */
+	void	(*invalidate)(struct fsd *fs, uint64_t owner);
+};
+/* Each in the file that owns what the lock guards. */
+extern const struct fsd_lock_ops meta_lock_ops, rw_lock_ops, open_lock_ops;	/* inode.c */
+extern const struct fsd_lock_ops super_lock_ops;	/* super.c */
+extern const struct fsd_lock_ops rename_lock_ops;	/* ops_namei.c */
+extern const struct fsd_lock_ops orphan_scan_lock_ops;	/* orphanscan.c */
+extern const struct fsd_lock_ops flock_lock_ops;	/* flock.c */
+extern const struct fsd_lock_ops plock_lock_ops;	/* plock.c */
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
 void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 	    uint64_t blkno, uint32_t generation);
@@ -308,8 +354,6 @@ void	 lockres_file_open(struct fsd_lockres *lr, int delta, int writer);
  */
 int	 lockres_read_level(struct fsd_lockres *lr);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
-/* The FUSE session is about to go: no notify-inval may use it any more. */
-void	 glue_session_gone(struct fsd *fs);
 
 /* lvb.c */
 /* ocfs2_meta_lvb from an inode: what other nodes could trust without a read. */
@@ -426,8 +470,12 @@ int	 inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, uns
  * generation (RW, FLOCK, PLOCK) follow the new inode from now on.
  */
 void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation);
+/* Forget a directory's name index, if it is in memory (it may be wrong). */
+void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
 /* The META lock of a system inode (named with its generation). */
 struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
+/* The FUSE session is about to go: no notify-inval may use it any more. */
+void	 inode_session_gone(struct fsd *fs);
 /* Its attributes under META PR, from a trustable value block or the block. */
 int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
 void	 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b);
@@ -516,9 +564,6 @@ int	 dir_retarget(struct fsd_handle *h, const struct ocfs2_dinode *di, const cha
 int	 dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent);
 /* 1 when only "." and ".." are left, 0 if not, -errno. */
 int	 dir_is_empty(struct fsd *fs, const struct ocfs2_dinode *di);
-
-/* Forget a directory's name index (it may be wrong). */
-void	 dir_index_drop(struct fsd *fs, uint64_t blkno);
 
 /* dirindex.c */
 struct dir_index *dindex_new(void);

@@ -519,7 +519,7 @@ journal_stop(struct fsd_handle *h, int abort)
 	pthread_mutex_unlock(&j->mtx);
 	/* restored directory blocks no longer match their name indexes */
 	for (i = 0; abort && i < h->ndirs; i++)
-		dir_index_drop(h->fs, h->dirs[i]);
+		inode_drop_dindex(h->fs, h->dirs[i]);
 	h->ndirs = 0;
 	pthread_mutex_unlock(&j->hmtx);
 	/* the EX locks kept for this handle: its changes are in the run now */

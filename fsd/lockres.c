@@ -24,23 +24,17 @@ _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 /* Local holder state when there is no cluster: one mutex for all. */
 static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
 
-/* The type letter of a lock name: OCFS2's, and 'X' for POSIX locks (plock.c),
- * which the kernel's dlmglue does not have. */
-static char
-lock_type_char(enum fsd_lock_type t)
-{
-	switch (t) {
-	case FSD_LOCK_META:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
-	case FSD_LOCK_RW:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RW);
-	case FSD_LOCK_OPEN:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_OPEN);
-	case FSD_LOCK_SUPER:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_SUPER);
-	case FSD_LOCK_RENAME:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RENAME);
-	case FSD_LOCK_ORPHAN_SCAN:	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_ORPHAN_SCAN);
-	case FSD_LOCK_FLOCK:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_FLOCK);
-	case FSD_LOCK_PLOCK:		return 'X';
-	}
-	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
-}
+/* The lock types, by enum fsd_lock_type. */
+static const struct fsd_lock_ops *const lock_types[FSD_LOCK_NTYPES] = {
+	[FSD_LOCK_META]		= &meta_lock_ops,
+	[FSD_LOCK_RW]		= &rw_lock_ops,
+	[FSD_LOCK_OPEN]		= &open_lock_ops,
+	[FSD_LOCK_SUPER]	= &super_lock_ops,
+	[FSD_LOCK_RENAME]	= &rename_lock_ops,
+	[FSD_LOCK_ORPHAN_SCAN]	= &orphan_scan_lock_ops,
+	[FSD_LOCK_FLOCK]	= &flock_lock_ops,
+	[FSD_LOCK_PLOCK]	= &plock_lock_ops,
+};
 
 void
 lockres_name(char *out, size_t outlen, enum fsd_lock_type type, uint64_t blkno,
@@ -48,7 +42,7 @@ lockres_name(char *out, size_t outlen, enum fsd_lock_type type, uint64_t blkno,
 {
 	/* dlmglue's ocfs2_build_lock_name: %c%s%016llx%08x */
 	snprintf(out, outlen, "%c%s%016" PRIx64 "%08x",
-	    lock_type_char(type), OCFS2_LOCK_ID_PAD, blkno, generation);
+	    lock_types[type]->letter, OCFS2_LOCK_ID_PAD, blkno, generation);
 }
 
 pthread_mutex_t *
@@ -65,6 +59,7 @@ lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t 
 
 	lockres_name(lr->name, sizeof(lr->name), type, blkno, generation);
 	lr->type = type;
+	lr->ops = lock_types[type];
 	lr->owner = owner;
 	lr->glue = fs->glue;
 	lr->level = fs->glue != NULL ? -1 : LKM_EX;

@@ -718,3 +718,7 @@ stop:
 		orphan_unexpect(fs, doomed);
 	fuse_reply_err(req, -rc);
 }
+
+/* RENAME: one move between directories at a time across the cluster (the
+ * directories' blocks are under their META locks). */
+const struct fsd_lock_ops rename_lock_ops = { .letter = 'R' };

@@ -575,3 +575,17 @@ super_abandon(struct fsd *fs)
 	pthread_mutex_destroy(&fs->wipe_mtx);
 	pthread_cond_destroy(&fs->wipe_cv);
 }
+
+/* The slot map, written in place under EX (no journal): forget our copy. */
+static void
+super_refresh(struct fsd *fs, struct fsd_lockres *lr)
+{
+	block_forget_owner(fs, lr->owner);
+}
+
+/* SUPER: mount, unmount and recovery take turns on the slot map. */
+const struct fsd_lock_ops super_lock_ops = {
+	.letter		= 'S',
+	.flags		= LOCK_TYPE_REQUIRES_REFRESH,
+	.refresh	= super_refresh,
+};

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fsd/fsd.h"
+#include <ocfs2-kernel/ocfs2_lockid.h>
 
 /* A 4K/4K volume of 1000 clusters with fs generation 0x1234. */
 static struct fsd fs;
@@ -44,6 +45,29 @@ Test(fsd_meta, lock_names_follow_ocfs2_lockid)
 	lockres_name(name, sizeof(name), FSD_LOCK_SUPER, 2, 0);
 	cr_assert_str_eq(name, "S000000000000000000000200000000");
 	cr_assert_eq(strlen(name), 31);
+}
+
+/* Each lock type's table names it with the kernel's letter (POSIX locks: ours). */
+Test(fsd_meta, lock_types_use_the_kernels_letters)
+{
+	static const struct { enum fsd_lock_type t; int kernel; } types[] = {
+		{ FSD_LOCK_META, OCFS2_LOCK_TYPE_META },
+		{ FSD_LOCK_RW, OCFS2_LOCK_TYPE_RW },
+		{ FSD_LOCK_OPEN, OCFS2_LOCK_TYPE_OPEN },
+		{ FSD_LOCK_SUPER, OCFS2_LOCK_TYPE_SUPER },
+		{ FSD_LOCK_RENAME, OCFS2_LOCK_TYPE_RENAME },
+		{ FSD_LOCK_ORPHAN_SCAN, OCFS2_LOCK_TYPE_ORPHAN_SCAN },
+		{ FSD_LOCK_FLOCK, OCFS2_LOCK_TYPE_FLOCK },
+	};
+	char name[FSD_LOCK_NAME_LEN];
+	unsigned i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		lockres_name(name, sizeof(name), types[i].t, 7, 0);
+		cr_assert_eq(name[0], ocfs2_lock_type_char(types[i].kernel), "type %u", i);
+	}
+	lockres_name(name, sizeof(name), FSD_LOCK_PLOCK, 7, 0);
+	cr_assert_eq(name[0], 'X');
 }
 
 Test(fsd_meta, features)
