@@ -43,6 +43,12 @@ dir_block_check(const uint8_t *p, size_t len, char *why, size_t whylen)
 	return 0;
 }
 
+void
+dir_register_checks(struct fsd *fs)
+{
+	fs->check_dir_entries = dir_block_check;
+}
+
 /* Walk the entries of one block (or the inline area) starting at base. */
 static int
 walk_area(const uint8_t *p, size_t len, uint64_t base, uint64_t pos,

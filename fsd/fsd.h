@@ -3,7 +3,9 @@
  *
  * Layers, bottom up:
  *   block.c      O_DIRECT block I/O and the metadata block cache; every
- *                metadata block is validated by type as it enters the cache
+ *                metadata block is validated by type as it enters the cache,
+ *                directory entries and extent lists by the checks dir.c and
+ *                extent.c register at mount
  *   dlmglue.c    lock resources named as ocfs2_lockid.h names them, cached
  *                at the level dlmd granted until another node's BAST; every
  *                access to an inode's metadata holds its META lockres
@@ -73,6 +75,16 @@ struct fsd_buf {
 #define BUF_EMPTY	0	/* not read yet */
 #define BUF_VALID	1
 #define BUF_BAD		2	/* failed validation; the reason was logged once */
+
+/*
+ * Checks of structures inside blocks that the layers above own, which
+ * they register on the mount (dir_register_checks, extent_register_checks)
+ * so that block_validate needs nothing above block.c: 0, or -1 + why.
+ */
+struct fsd;
+typedef int (*blk_dir_check_fn)(const uint8_t *p, size_t len, char *why, size_t whylen);
+typedef int (*blk_extent_check_fn)(struct fsd *fs, const struct ocfs2_extent_list *el,
+	    unsigned capacity, char *why, size_t whylen);
 
 struct fsd_cache {
 	pthread_mutex_t	  mtx;
@@ -187,6 +199,8 @@ struct fsd {
 	struct fsd_slot	*slots;			/* max_slots entries */
 	int		 slot;			/* ours, -1 on a read-only mount */
 	struct fsd_cache cache;
+	blk_dir_check_fn check_dir_entries;	/* dir.c's */
+	blk_extent_check_fn check_extent_list;	/* extent.c's */
 	struct fsd_itable *itable;
 	struct fsd_journal *journal;		/* our slot's, NULL when read-only */
 	unsigned	 node_num;		/* what we write in the slot map */
@@ -515,6 +529,8 @@ int	 extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *
 /* Check one extent list against its container's capacity: 0 or -1 + why. */
 int	 extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el,
 	    unsigned capacity, char *why, size_t whylen);
+/* block_validate checks extent lists with extent_list_check. */
+void	 extent_register_checks(struct fsd *fs);
 
 /*
  * Append clusters [cpos, cpos+clusters) at pblk to the inode's tree (ib:
@@ -551,6 +567,8 @@ int	 dir_lookup(struct fsd *fs, const struct ocfs2_dinode *di, const char *name,
 	    size_t len, uint64_t *ino);
 /* Check the entries of one block (or inline area) tile it: 0 or -1 + why. */
 int	 dir_block_check(const uint8_t *p, size_t len, char *why, size_t whylen);
+/* block_validate checks directory entries with dir_block_check. */
+void	 dir_register_checks(struct fsd *fs);
 
 /* Inside a handle, with the directory locked EX (dib: its inode buffer): */
 int	 dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,

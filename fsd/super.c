@@ -375,6 +375,9 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	int rc;
 
 	memset(fs, 0, sizeof(*fs));
+	/* the block cache checks what dir.c and extent.c own with their checks */
+	dir_register_checks(fs);
+	extent_register_checks(fs);
 	fs->slot = -1;
 	fs->readonly = o->readonly;
 	pthread_mutex_init(&fs->err_mtx, NULL);

@@ -27,6 +27,8 @@ setup(void)
 	fs.clusters = 1000;
 	fs.nblocks = 1000;
 	fs.fs_generation = 0x1234;
+	dir_register_checks(&fs);
+	extent_register_checks(&fs);
 	pthread_mutex_init(&fs.err_mtx, NULL);
 	memset(blk, 0, sizeof(blk));
 }
@@ -129,6 +131,22 @@ Test(fsd_meta, dir_blocks_must_tile)
 	/* a free entry may be as short as its rec_len allows */
 	put_dirent(blk, 32, 0, "", 4096 - 32);
 	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), 0, "%s", why);
+}
+
+/* The cache checks a directory block with what dir.c registered, and refuses it without. */
+Test(fsd_meta, dir_blocks_need_the_registered_check)
+{
+	char why[128];
+
+	put_dirent(blk, 0, 5, ".", 16);
+	put_dirent(blk, 16, 5, "..", 4096 - 16);
+	cr_assert_eq(block_validate(&fs, BLK_DIR, 400, blk, why, sizeof(why)), 0, "%s", why);
+	put_dirent(blk, 16, 5, "..", 8);
+	cr_assert_eq(block_validate(&fs, BLK_DIR, 400, blk, why, sizeof(why)), -1);
+	put_dirent(blk, 16, 5, "..", 4096 - 16);
+	fs.check_dir_entries = NULL;
+	cr_assert_eq(block_validate(&fs, BLK_DIR, 400, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "registered") != NULL, "%s", why);
 }
 
 static struct ocfs2_dinode *
