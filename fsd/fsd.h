@@ -6,9 +6,15 @@
  *                metadata block is validated by type as it enters the cache,
  *                directory entries and extent lists by the checks dir.c and
  *                extent.c register at mount
- *   dlmglue.c    lock resources named as ocfs2_lockid.h names them, cached
- *                at the level dlmd granted until another node's BAST; every
- *                access to an inode's metadata holds its META lockres
+ *   lockres.c    lock resources named as ocfs2_lockid.h names them, their
+ *                table and idle list; each lock type is a struct
+ *                fsd_lock_ops defined by the module owning what it guards
+ *                (META, RW, OPEN: inode.c; SUPER: super.c; ...)
+ *   dlmglue.c    requests to dlmd, ASTs, BASTs and the downconvert thread:
+ *                locks cached at the level granted until another node's
+ *                BAST, the type's ops called on the way down; every access
+ *                to an inode's metadata holds its META lockres
+ *   lvb.c        META's value block (ocfs2_meta_lvb)
  *   stack.c      joining the node's cluster stack at mount (glue.h)
  *   reco.c       recovering the slots of dead nodes
  *   flock.c      flock(2) across nodes
