@@ -276,86 +276,6 @@ refresh(struct fsd *fs, struct fsd_lockres *lr)
 		lr->ops->refresh(fs, lr);
 }
 
-/*
- * The handle this thread has open. An EX lock released inside a handle
- * is kept until the handle ends: its blocks are in the transaction, and
- * a downconvert must not checkpoint them half-changed.
- */
-static __thread struct fsd_handle *cur_handle;
-
-void
-glue_handle_begin(struct fsd_handle *h)
-{
-	h->nlocks = 0;
-	cur_handle = h;
-}
-
-void
-glue_handle_end(struct fsd_handle *h)
-{
-	unsigned i;
-
-	cur_handle = NULL;
-	for (i = 0; i < h->nlocks; i++)
-		lockres_unlock(h->fs, h->locks[i], LKM_EX);
-	free(h->locks);
-	h->locks = NULL;
-	h->nlocks = h->locks_cap = 0;
-}
-
-/* h keeps an EX hold of lr until it ends. */
-static void
-handle_keep(struct fsd_handle *h, struct fsd_lockres *lr)
-{
-	if (h->nlocks == h->locks_cap) {
-		h->locks_cap = h->locks_cap ? 2 * h->locks_cap : 8;
-		h->locks = xrealloc(h->locks, h->locks_cap * sizeof(*h->locks));
-	}
-	h->locks[h->nlocks++] = lr;
-}
-
-/*
- * Does the open handle keep an EX hold of lr? For an EX request it
- * hands that hold back to the caller (whose unlock returns it).
- */
-static int
-handle_take(struct fsd_lockres *lr, int level)
-{
-	struct fsd_handle *h = cur_handle;
-	unsigned i;
-
-	if (h == NULL)
-		return 0;
-	for (i = 0; i < h->nlocks; i++)
-		if (h->locks[i] == lr) {
-			if (level == LKM_EX)
-				h->locks[i] = h->locks[--h->nlocks];
-			return 1;
-		}
-	return 0;
-}
-
-int
-handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
-{
-	unsigned i;
-	int rc;
-
-	for (i = 0; i < h->nlocks; i++)
-		if (h->locks[i] == lr)
-			return 0;
-	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
-		return rc;
-	handle_keep(h, lr);
-	return 0;
-}
-
-int
-handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
-{
-	return handle_lock(h, sysinode_lockres(h->fs, blkno));
-}
-
 int
 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf)
 {
@@ -364,13 +284,6 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 	int rc;
 
 	pthread_mutex_lock(m);
-	if (handle_take(lr, level)) {
-		/* this thread holds it EX already: a reader under it needs no wait */
-		if (level == LKM_PR)
-			lr->ro++;
-		pthread_mutex_unlock(m);
-		return 0;
-	}
 	for (;;) {
 		/* another node waits: let it have its turn first */
 		if ((lr->flags & LR_BLOCKED) && level > compat_level(lr->blocking) &&
@@ -513,11 +426,6 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 	pthread_mutex_t *m = lockres_mutex(fs);
 
 	pthread_mutex_lock(m);
-	if (level == LKM_EX && cur_handle != NULL && cur_handle->fs == fs) {
-		handle_keep(cur_handle, lr);
-		pthread_mutex_unlock(m);
-		return;
-	}
 	if (level == LKM_EX)
 		lr->ex--;
 	else

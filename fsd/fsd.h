@@ -494,11 +494,15 @@ void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t gene
 void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
 /* The META lock of a system inode (named with its generation). */
 struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
+/* Inside a handle: a system inode's META lock EX until the handle ends. */
+int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 inode_session_gone(struct fsd *fs);
 /* Its attributes under META PR, from a trustable value block or the block. */
 int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
 void	 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b);
+/* The same for an EX hold inside a handle that changed it: h keeps the lock. */
+void	 inode_unlock_block_in(struct fsd_handle *h, struct fsd_inode *ip, struct fsd_buf *b);
 void	 inode_to_stat(struct fsd *fs, const struct ocfs2_dinode *di, struct stat *st);
 /* FUSE inode numbers: the root is 1, every other inode its block number. */
 uint64_t fsd_ino_to_blkno(struct fsd *fs, uint64_t ino);
@@ -659,7 +663,9 @@ int	 journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bu
 /*
  * A handle: one atomic metadata change, all or nothing. One is open at a
  * time; it may wait for cluster locks, and commits do not wait for it:
- * they log what the closed handles left.
+ * they log what the closed handles left. It holds the EX locks of what
+ * it changes until it ends (handle_lock, handle_hold): a downconvert
+ * meanwhile would checkpoint its blocks half-changed.
  */
 struct fsd_handle {
 	struct fsd	 *fs;
@@ -670,12 +676,10 @@ struct fsd_handle {
 	struct fsd_lockres **locks;	/* EX holds kept until the handle ends */
 	unsigned	  nlocks, locks_cap;
 };
-/* dlmglue.c: journal_start/stop call these around every handle. */
-void	 glue_handle_begin(struct fsd_handle *h);
-void	 glue_handle_end(struct fsd_handle *h);
 /* Inside a handle: lock EX until the handle ends (allocators, the bitmap). */
 int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
-int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
+/* The caller's EX hold of lr passes to h: released when h ends. */
+void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
 int	 journal_start(struct fsd *fs, struct fsd_handle *h);
 /* Declare intent to modify b (a referenced cache buffer) in this handle. */
 int	 journal_access(struct fsd_handle *h, struct fsd_buf *b);

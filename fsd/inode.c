@@ -399,6 +399,13 @@ inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_b
 }
 
 void
+inode_unlock_block_in(struct fsd_handle *h, struct fsd_inode *ip, struct fsd_buf *b)
+{
+	block_put(h->fs, b);
+	handle_hold(h, ip->meta);
+}
+
+void
 inode_to_stat(struct fsd *fs, const struct ocfs2_dinode *di, struct stat *st)
 {
 	uint16_t mode = LE16(di->i_mode);
@@ -497,7 +504,7 @@ inode_touch_atime(struct fsd *fs, struct fsd_inode *ip)
 		di->i_atime_nsec = htole32((uint32_t)now.tv_nsec);
 		journal_dirty(&h, b);
 	}
-	inode_unlock_block(fs, ip, LKM_EX, b);
+	inode_unlock_block_in(&h, ip, b);
 	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
 		rc = -EIO;
 	if (rc == 0)
@@ -642,6 +649,12 @@ sysinode_lockres(struct fsd *fs, uint64_t blkno)
 		block_put(fs, b);
 	}
 	return lockres_get(fs, FSD_LOCK_META, blkno, gen, blkno);
+}
+
+int
+handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
+{
+	return handle_lock(h, sysinode_lockres(h->fs, blkno));
 }
 
 void

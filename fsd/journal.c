@@ -444,7 +444,31 @@ journal_start(struct fsd *fs, struct fsd_handle *h)
 	h->fs = fs;
 	j->open = h;
 	pthread_mutex_unlock(&j->mtx);
-	glue_handle_begin(h);
+	return 0;
+}
+
+void
+handle_hold(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	if (h->nlocks == h->locks_cap) {
+		h->locks_cap = h->locks_cap ? 2 * h->locks_cap : 8;
+		h->locks = xrealloc(h->locks, h->locks_cap * sizeof(*h->locks));
+	}
+	h->locks[h->nlocks++] = lr;
+}
+
+int
+handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < h->nlocks; i++)
+		if (h->locks[i] == lr)
+			return 0;
+	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
+		return rc;
+	handle_hold(h, lr);
 	return 0;
 }
 
@@ -523,7 +547,11 @@ journal_stop(struct fsd_handle *h, int abort)
 	h->ndirs = 0;
 	pthread_mutex_unlock(&j->hmtx);
 	/* the EX locks kept for this handle: its changes are in the run now */
-	glue_handle_end(h);
+	for (i = 0; i < h->nlocks; i++)
+		lockres_unlock(h->fs, h->locks[i], LKM_EX);
+	free(h->locks);
+	h->locks = NULL;
+	h->nlocks = h->locks_cap = 0;
 	return rc;
 }
 
