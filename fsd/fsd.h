@@ -346,6 +346,8 @@ struct lockres_census {
 	unsigned	 total, ex, pr, nl;	/* the rest have no lock in dlmd */
 };
 void	 lockres_census(struct fsd *fs, struct lockres_census *lc);
+/* The META lock of a system inode (named with its generation). */
+struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
 /* Not shared through the table, never cached: each its own lock in dlmd. */
 struct fsd_lockres *lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation);
@@ -492,10 +494,6 @@ int	 inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, uns
 void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation);
 /* Forget a directory's name index, if it is in memory (it may be wrong). */
 void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
-/* The META lock of a system inode (named with its generation). */
-struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
-/* Inside a handle: a system inode's META lock EX until the handle ends. */
-int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 inode_session_gone(struct fsd *fs);
 /* Its attributes under META PR, from a trustable value block or the block. */
@@ -680,6 +678,8 @@ struct fsd_handle {
 int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
 /* The caller's EX hold of lr passes to h: released when h ends. */
 void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
+/* Inside a handle: a system inode's META lock EX until the handle ends. */
+int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
 int	 journal_start(struct fsd *fs, struct fsd_handle *h);
 /* Declare intent to modify b (a referenced cache buffer) in this handle. */
 int	 journal_access(struct fsd_handle *h, struct fsd_buf *b);

@@ -4,6 +4,8 @@
  * every read or change of the inode block and its extent tree goes. The
  * inode block itself lives in the block cache, not here, so dropping a
  * cached block (another node changed it) is all it takes to refresh.
+ * The lock types of an inode (META, RW, OPEN) are defined here, at the
+ * end: what dlmglue.c does to an inode's cache when its lock comes down.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -635,26 +637,6 @@ inode_wipe(struct fsd_handle *h, struct fsd_buf *ib)
 	journal_dirty(h, ib);
 	/* Nobody may read this block as an inode again until reallocated. */
 	return 0;
-}
-
-struct fsd_lockres *
-sysinode_lockres(struct fsd *fs, uint64_t blkno)
-{
-	struct fsd_buf *b;
-	uint32_t gen = 0;
-
-	/* a system inode's generation never changes: no lock needed to read it */
-	if (block_read(fs, blkno, BLK_INODE, &b) == 0) {
-		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
-		block_put(fs, b);
-	}
-	return lockres_get(fs, FSD_LOCK_META, blkno, gen, blkno);
-}
-
-int
-handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
-{
-	return handle_lock(h, sysinode_lockres(h->fs, blkno));
 }
 
 void

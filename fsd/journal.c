@@ -11,6 +11,11 @@
  * frozen at commit time. Until checkpointed, a block stays pinned in the
  * cache so nobody re-reads its stale home copy.
  *
+ * A handle holds the EX locks of what it changes (handle_lock, or given
+ * by handle_hold) until journal_stop has put its blocks in the running
+ * transaction: a downconvert in between would checkpoint them
+ * half-changed for another node to read.
+ *
  * Ordered mode: file data is written in place before the commit that
  * points at it; the fdatasync at the start of every commit makes it
  * durable first.
@@ -470,6 +475,12 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 		return rc;
 	handle_hold(h, lr);
 	return 0;
+}
+
+int
+handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
+{
+	return handle_lock(h, sysinode_lockres(h->fs, blkno));
 }
 
 int

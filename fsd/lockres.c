@@ -230,3 +230,17 @@ lockres_take_idle(struct fsd *fs)
 	lockres_unhash(fs, lr);
 	return lr;
 }
+
+struct fsd_lockres *
+sysinode_lockres(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_buf *b;
+	uint32_t gen = 0;
+
+	/* a system inode's generation never changes: no lock needed to read it */
+	if (block_read(fs, blkno, BLK_INODE, &b) == 0) {
+		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+		block_put(fs, b);
+	}
+	return lockres_get(fs, FSD_LOCK_META, blkno, gen, blkno);
+}
