@@ -315,7 +315,8 @@ struct fsd_lock_ops {
 	void	(*set_lvb)(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb);
 	/*
 	 * Must the kernel's cached pages of lr's file go back and out before
-	 * lr comes down to target (the downconvert worker)? State mutex held.
+	 * lr comes down to target (the downconvert worker, which the flush
+	 * thread runs through invalidate)? State mutex held.
 	 */
 	int	(*needs_flush)(const struct fsd_lockres *lr, int target);
 	/* Have the kernel write back and drop what it caches of owner. May wait. */
