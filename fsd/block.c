@@ -212,6 +212,31 @@ check_header(struct fsd *fs, uint64_t blkno, const char *sig, const uint8_t *at_
 	return 0;
 }
 
+/*
+ * A directory's entries and extent lists are checked by what dir.c and
+ * extent.c registered; without it a block is refused, never let through.
+ */
+static int
+check_dir_entries(struct fsd *fs, const uint8_t *p, size_t len, char *why, size_t whylen)
+{
+	if (fs->check_dir_entries == NULL) {
+		snprintf(why, whylen, "no check of directory entries registered");
+		return -1;
+	}
+	return fs->check_dir_entries(p, len, why, whylen);
+}
+
+static int
+check_extent_list(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned capacity,
+    char *why, size_t whylen)
+{
+	if (fs->check_extent_list == NULL) {
+		snprintf(why, whylen, "no check of extent lists registered");
+		return -1;
+	}
+	return fs->check_extent_list(fs, el, capacity, why, whylen);
+}
+
 /* The kernel's ocfs2_validate_inode_block, plus bounds on what id2 holds. */
 static int
 validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
@@ -281,7 +306,7 @@ validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
 			return -1;
 		}
 		if (S_ISDIR(mode))
-			return dir_block_check(di->id2.i_data.id_data, LE64(di->i_size),
+			return check_dir_entries(fs, di->id2.i_data.id_data, LE64(di->i_size),
 			    why, whylen);
 		return 0;
 	}
@@ -308,7 +333,7 @@ validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
 		snprintf(why, whylen, "impossible mode %#o", mode);
 		return -1;
 	}
-	return extent_list_check(fs, &di->id2.i_list, ocfs2_extent_recs_per_inode(bs),
+	return check_extent_list(fs, &di->id2.i_list, ocfs2_extent_recs_per_inode(bs),
 	    why, whylen);
 }
 
@@ -319,7 +344,7 @@ validate_extent_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_extent_
 	if (check_header(fs, blkno, OCFS2_EXTENT_BLOCK_SIGNATURE, eb->h_signature,
 	    LE64(eb->h_blkno), LE32(eb->h_fs_generation), why, whylen) == -1)
 		return -1;
-	return extent_list_check(fs, &eb->h_list,
+	return check_extent_list(fs, &eb->h_list,
 	    ocfs2_extent_recs_per_eb(fs->vol.block_bytes), why, whylen);
 }
 
@@ -353,7 +378,7 @@ block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 	case BLK_GROUP:
 		return validate_group(fs, blkno, (const void *)data, why, whylen);
 	case BLK_DIR:
-		return dir_block_check(data, fs->vol.block_bytes, why, whylen);
+		return check_dir_entries(fs, data, fs->vol.block_bytes, why, whylen);
 	case BLK_RAW:
 	case BLK_NTYPES:
 		break;

@@ -44,6 +44,12 @@ dir_block_check(const uint8_t *p, size_t len, char *why, size_t whylen)
 	return 0;
 }
 
+void
+dir_register_checks(struct fsd *fs)
+{
+	fs->check_dir_entries = dir_block_check;
+}
+
 /* Walk the entries of one block (or the inline area) starting at base. */
 static int
 walk_area(const uint8_t *p, size_t len, uint64_t base, uint64_t pos,
@@ -190,20 +196,6 @@ index_find(struct fsd *fs, const struct ocfs2_dinode *di, const char *name, size
 	return r;
 }
 
-void
-dir_index_drop(struct fsd *fs, uint64_t blkno)
-{
-	struct fsd_inode *ip;
-
-	if ((ip = inode_find(fs, blkno)) == NULL)
-		return;
-	pthread_mutex_lock(&ip->dmtx);
-	dindex_free(ip->dindex);
-	ip->dindex = NULL;
-	pthread_mutex_unlock(&ip->dmtx);
-	inode_put(fs, ip);
-}
-
 /* Keep an existing index in step with a change (the directory is locked EX). */
 static void
 index_update(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name, size_t len,
@@ -218,7 +210,7 @@ index_update(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *na
 	if (i == h->ndirs && h->ndirs < nitems(h->dirs))
 		h->dirs[h->ndirs++] = blkno;
 	else if (i == h->ndirs) {
-		dir_index_drop(h->fs, blkno);	/* cannot track an abort: rebuild later */
+		inode_drop_dindex(h->fs, blkno);	/* cannot track an abort: rebuild later */
 		return;
 	}
 	if ((ip = inode_find(h->fs, blkno)) == NULL)
@@ -261,7 +253,7 @@ dir_lookup(struct fsd *fs, const struct ocfs2_dinode *di, const char *name, size
 		if (r == 0)
 			block_put(fs, b);
 		/* the index was wrong: forget it and look the slow way */
-		dir_index_drop(fs, LE64(di->i_blkno));
+		inode_drop_dindex(fs, LE64(di->i_blkno));
 	}
 	r = dir_iterate(fs, di, 0, lookup_cb, &la);
 	if (r < 0)
@@ -351,7 +343,7 @@ find_entry(struct fsd *fs, const struct ocfs2_dinode *di, struct find_arg *fa, s
 		/* names are unique: any match is the entry */
 		if ((r = for_each_block(fs, di, pos / fa->bs, find_cb, fa, bp)) != 0)
 			return r;
-		dir_index_drop(fs, LE64(di->i_blkno));
+		inode_drop_dindex(fs, LE64(di->i_blkno));
 	}
 	return for_each_block(fs, di, 0, find_cb, fa, bp);
 }

@@ -4,21 +4,22 @@
  * A lock resource keeps the level dlmd granted us after its last holder
  * on this node is gone; only another node's request, arriving as a BAST,
  * takes it down. The downconvert thread then waits until no holder here
- * conflicts, has the kernel write back and drop the pages of a file
- * whose META lock leaves EX (or goes to NL), writes home what the level
- * protected (a journal checkpoint
- * when giving up EX), forgets what this node cached under it when going
- * to NL (blocks of its owner inode, a directory's name index, and the
- * kernel's pages and attributes through FUSE notify-inval), and converts.
- * A holder that needs a higher level than granted converts up and waits
- * for the AST; the first holder after a grant from NL waits for any fs
- * recovery of a dead node to finish, then reads afresh.
+ * conflicts and converts, calling the lock type's ops (struct
+ * fsd_lock_ops, each defined by the module that owns what the lock
+ * guards) on the way: the flush of cached pages its needs_flush asks for
+ * (by the flush thread), write_home and set_lvb when leaving EX, refresh
+ * and invalidate when going to NL. A holder that needs a higher level
+ * than granted converts up and waits for the AST; the first holder after
+ * a grant from NL waits for any fs recovery of a dead node to finish
+ * (LOCK_TYPE_REQUIRES_REFRESH), and the type's refresh forgets what was
+ * cached.
  *
  * A resource lives while referenced (an inode in memory) or held. Once
- * neither, it joins the idle list with its level still cached; beyond
- * lock_cache idle resources the downconvert thread takes the oldest one's
- * lock out of dlmd (writing home what EX protected) and frees it, so that
- * neither fsd nor dlmd grows with every inode ever touched.
+ * neither, it joins the idle list with its level still cached (lockres.c);
+ * beyond lock_cache idle resources the downconvert thread takes the
+ * oldest one's lock out of dlmd (writing home what EX protected) and
+ * frees it, so that neither fsd nor dlmd grows with every inode ever
+ * touched.
  *
  * Local mounts (and nocluster) have no glue: the holder counts alone
  * serialise this node's users, the level is always EX.
@@ -26,90 +27,33 @@
  * Threads: the dispatch thread reads dlmd's socket and runs the Ast/Bast
  * callbacks; the downconvert thread; the flush thread, which has the
  * kernel write back and drop a file's pages before its META lock comes
- * down (see flush_loop for why that cannot deadlock); the inval thread
- * (notify-inval may wait for pages that a reader locked while it waits
- * for one of our locks, so it never runs where a lock waits for it).
+ * down (see flush_loop for why that cannot deadlock); the inval thread,
+ * which runs the invalidates of locks gone to NL (the kernel may wait
+ * for pages that a reader locked while it waits for one of our locks, so
+ * they never run where a lock waits for them).
  * One mutex (glue->mtx) covers every lock resource's state; dlmc calls go
  * under glue->cmtx, never while holding glue->mtx waiting for anything.
  */
 #include <errno.h>
-#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <ocfs2-kernel/ocfs2_lockid.h>
-
 #include "log.h"
 #include "o2dlm.h"
 #include "util.h"
 
-#include "ops.h"
 #include "glue.h"
+#include "lockres.h"
 
-_Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 _Static_assert(LKM_NL == DLMC_NL && LKM_PR == DLMC_PR && LKM_EX == DLMC_EX, "o2dlm's modes");
-
-#define LR_HASH		4096
-
-#define LR_BUSY		0x01	/* a request to dlmd is in flight */
-#define LR_BLOCKED	0x02	/* another node waits for us to come down */
-#define LR_QUEUED	0x04	/* on the downconvert queue */
-#define LR_REFRESH	0x08	/* granted from NL: cached state is stale */
-#define LR_REFRESHING	0x10
-#define LR_CANCEL	0x20	/* our in-flight upconvert is being cancelled */
-#define LR_UNSURE	0x40	/* granted afresh with no valid value block: a dead
-				   node may have held it at EX */
-#define LR_IDLE		0x80	/* on the idle list */
-#define LR_DROPPING	0x100	/* out of the table, its lock going: no more queueing */
-#define LR_LVB_FRESH	0x200	/* META granted from NL with the value block its last
-				   EX holder left (in lvb); no EX here since */
-#define LR_INTR		0x400	/* lockres_interrupt(): an LKF_INTR wait gives up */
-#define LR_FLUSHING	0x800	/* on the flush queue or flushing (flush_loop) */
-#define LR_FLUSHED	0x1000	/* flushed: the downconvert goes on */
 
 /* Flushes of one downconvert while holders keep coming in (flush_loop). */
 #define FLUSH_ROUNDS	3
 /* How long the downconvert waits for one flush (flush_overdue). */
 #define FLUSH_WAIT_MS	2000
-
-/* Local holder state when there is no cluster: one mutex for all. */
-static pthread_mutex_t local_mtx = PTHREAD_MUTEX_INITIALIZER;
-
-/* The type letter of a lock name: OCFS2's, and 'X' for POSIX locks (plock.c),
- * which the kernel's dlmglue does not have. */
-static char
-lock_type_char(enum fsd_lock_type t)
-{
-	switch (t) {
-	case FSD_LOCK_META:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
-	case FSD_LOCK_RW:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RW);
-	case FSD_LOCK_OPEN:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_OPEN);
-	case FSD_LOCK_SUPER:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_SUPER);
-	case FSD_LOCK_RENAME:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_RENAME);
-	case FSD_LOCK_ORPHAN_SCAN:	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_ORPHAN_SCAN);
-	case FSD_LOCK_FLOCK:		return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_FLOCK);
-	case FSD_LOCK_PLOCK:		return 'X';
-	}
-	return ocfs2_lock_type_char(OCFS2_LOCK_TYPE_META);
-}
-
-void
-lockres_name(char *out, size_t outlen, enum fsd_lock_type type, uint64_t blkno,
-    uint32_t generation)
-{
-	/* dlmglue's ocfs2_build_lock_name: %c%s%016llx%08x */
-	snprintf(out, outlen, "%c%s%016" PRIx64 "%08x",
-	    lock_type_char(type), OCFS2_LOCK_ID_PAD, blkno, generation);
-}
-
-static pthread_mutex_t *
-state_mtx(struct fsd *fs)
-{
-	return fs->glue != NULL ? &fs->glue->mtx : &local_mtx;
-}
 
 /* The highest level compatible with another node's request for `wanted`
  * (o2dlm's rule, which dlmfs follows too). */
@@ -134,137 +78,6 @@ static int
 flush_lets_in(const struct fsd_lockres *lr, int level)
 {
 	return (lr->flags & LR_FLUSHING) && level <= lr->level;
-}
-
-static struct fsd_lockres *
-lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
-    uint64_t owner)
-{
-	struct fsd_lockres *lr = xcalloc(1, sizeof(*lr));
-
-	lockres_name(lr->name, sizeof(lr->name), type, blkno, generation);
-	lr->type = type;
-	lr->owner = owner;
-	lr->glue = fs->glue;
-	lr->level = fs->glue != NULL ? -1 : LKM_EX;
-	pthread_cond_init(&lr->cv, NULL);
-	return lr;
-}
-
-static void
-idle_remove(struct fsd_glue *g, struct fsd_lockres *lr)
-{
-	if (lr->idle_prev != NULL)
-		lr->idle_prev->idle_next = lr->idle_next;
-	else
-		g->idle_head = lr->idle_next;
-	if (lr->idle_next != NULL)
-		lr->idle_next->idle_prev = lr->idle_prev;
-	else
-		g->idle_tail = lr->idle_prev;
-	lr->flags &= ~LR_IDLE;
-	g->nidle--;
-}
-
-/*
- * The table's resource of that name, made if need be. It stays in the
- * table while referenced or held, and with a cluster its level is cached
- * in dlmd meanwhile; the last lockres_put() lets it go.
- */
-struct fsd_lockres *
-lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
-    uint64_t owner)
-{
-	struct fsd_lockres *lr, **table;
-	pthread_mutex_t *m = state_mtx(fs);
-	char name[FSD_LOCK_NAME_LEN];
-	unsigned h;
-
-	lockres_name(name, sizeof(name), type, blkno, generation);
-	h = (unsigned)(((blkno * 0x9E3779B97F4A7C15ULL) >> 40) ^ (uint64_t)type) & (LR_HASH - 1);
-	pthread_mutex_lock(m);
-	if (fs->lockres_hash == NULL)
-		fs->lockres_hash = xcalloc(LR_HASH, sizeof(*fs->lockres_hash));
-	table = fs->lockres_hash;
-	for (lr = table[h]; lr != NULL; lr = lr->hnext)
-		if (strcmp(lr->name, name) == 0)
-			break;
-	if (lr == NULL) {
-		lr = lockres_alloc(fs, type, blkno, generation, owner);
-		lr->bucket = h;
-		lr->hnext = table[h];
-		table[h] = lr;
-	}
-	lr->refs++;
-	if (lr->flags & LR_IDLE)
-		idle_remove(fs->glue, lr);
-	pthread_mutex_unlock(m);
-	return lr;
-}
-
-static void
-lockres_unhash(struct fsd *fs, struct fsd_lockres *lr)
-{
-	struct fsd_lockres **pp;
-
-	for (pp = &fs->lockres_hash[lr->bucket]; *pp != NULL; pp = &(*pp)->hnext)
-		if (*pp == lr) {
-			*pp = lr->hnext;
-			return;
-		}
-}
-
-/*
- * Nobody refers to lr nor holds it. Alone, it goes at once. In a cluster
- * its lock stays cached, as long as the idle list is not full: OCFS2
- * keeps an inode's locks as long as the kernel keeps the inode. State
- * mutex held.
- */
-static void
-lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr)
-{
-	struct fsd_glue *g = fs->glue;
-
-	if (lr->private || lr->refs > 0 || lr->ro + lr->ex > 0 || (lr->flags & LR_IDLE))
-		return;		/* a private one goes with lockres_private_free() */
-	if (g == NULL) {
-		lockres_unhash(fs, lr);
-		pthread_cond_destroy(&lr->cv);
-		free(lr);
-		return;
-	}
-	lr->flags |= LR_IDLE;
-	lr->idle_next = NULL;
-	lr->idle_prev = g->idle_tail;
-	if (g->idle_tail != NULL)
-		g->idle_tail->idle_next = lr;
-	else
-		g->idle_head = lr;
-	g->idle_tail = lr;
-	if (++g->nidle > g->idle_max)
-		pthread_cond_signal(&g->dc_cv);
-}
-
-void
-lockres_put(struct fsd *fs, struct fsd_lockres *lr)
-{
-	pthread_mutex_t *m = state_mtx(fs);
-
-	pthread_mutex_lock(m);
-	if (lr->refs > 0 && --lr->refs == 0)
-		lockres_maybe_drop(fs, lr);
-	pthread_mutex_unlock(m);
-}
-
-/* A lock resource of its own, outside the table (one per flock()ing file). */
-struct fsd_lockres *
-lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation)
-{
-	struct fsd_lockres *lr = lockres_alloc(fs, type, blkno, generation, 0);
-
-	lr->nocache = 1;
-	lr->private = 1;
-	return lr;
 }
 
 static void
@@ -325,142 +138,6 @@ lockres_private_free(struct fsd *fs, struct fsd_lockres *lr)
 	free(lr);
 }
 
-void
-lockres_free_all(struct fsd *fs)
-{
-	struct fsd_lockres *lr, *n;
-	unsigned h;
-
-	if (fs->lockres_hash == NULL)
-		return;
-	for (h = 0; h < LR_HASH; h++)
-		for (lr = fs->lockres_hash[h]; lr != NULL; lr = n) {
-			n = lr->hnext;
-			pthread_cond_destroy(&lr->cv);
-			free(lr);
-		}
-	free(fs->lockres_hash);
-	fs->lockres_hash = NULL;
-}
-
-void
-lockres_census(struct fsd *fs, struct lockres_census *lc)
-{
-	const struct fsd_lockres *lr;
-	unsigned h;
-
-	memset(lc, 0, sizeof(*lc));
-	pthread_mutex_lock(state_mtx(fs));
-	for (h = 0; fs->lockres_hash != NULL && h < LR_HASH; h++)
-		for (lr = fs->lockres_hash[h]; lr != NULL; lr = lr->hnext) {
-			lc->total++;
-			lc->ex += lr->level == LKM_EX;
-			lc->pr += lr->level == LKM_PR;
-			lc->nl += lr->level == LKM_NL;
-		}
-	pthread_mutex_unlock(state_mtx(fs));
-}
-
-struct fsd_lockres *
-sysinode_lockres(struct fsd *fs, uint64_t blkno)
-{
-	struct fsd_buf *b;
-	uint32_t gen = 0;
-
-	/* a system inode's generation never changes: no lock needed to read it */
-	if (block_read(fs, blkno, BLK_INODE, &b) == 0) {
-		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
-		block_put(fs, b);
-	}
-	return lockres_get(fs, FSD_LOCK_META, blkno, gen, blkno);
-}
-
-/* ocfs2_pack_timespec: seconds in the high 34 bits, nanoseconds below. */
-static uint64_t
-pack_time(uint64_t sec, uint32_t nsec)
-{
-	if (sec > (1ULL << 34) - 1)
-		sec = (1ULL << 34) - 1;
-	return sec << 30 | (nsec & ((1u << 30) - 1));
-}
-
-void
-glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb)
-{
-	uint8_t *p = lvb;
-	uint16_t v16;
-	uint32_t v32;
-	uint64_t v64;
-
-#define PUT(off, bits, val) do { v##bits = htobe##bits(val); memcpy(p + (off), &v##bits, sizeof(v##bits)); } while (0)
-	memset(lvb, 0, 64);
-	lvb[0] = 5;	/* OCFS2_LVB_VERSION */
-	PUT(2, 16, LE16(di->i_dyn_features));
-	PUT(4, 32, LE32(di->i_clusters));
-	PUT(8, 32, LE32(di->i_uid));
-	PUT(12, 32, LE32(di->i_gid));
-	PUT(16, 64, pack_time(LE64(di->i_atime), LE32(di->i_atime_nsec)));
-	PUT(24, 64, pack_time(LE64(di->i_ctime), LE32(di->i_ctime_nsec)));
-	PUT(32, 64, pack_time(LE64(di->i_mtime), LE32(di->i_mtime_nsec)));
-	PUT(40, 64, LE64(di->i_size));
-	PUT(48, 16, LE16(di->i_mode));
-	PUT(50, 16, LE16(di->i_links_count));
-	PUT(52, 32, LE32(di->i_attr));
-	PUT(56, 32, LE32(di->i_generation));
-#undef PUT
-}
-
-static uint64_t
-lvb_get(const uint8_t *lvb, unsigned off, unsigned len)
-{
-	uint64_t v = 0;
-	unsigned i;
-
-	for (i = 0; i < len; i++)
-		v = v << 8 | lvb[off + i];
-	return v;
-}
-
-int
-glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation, struct stat *st)
-{
-	struct fsd_glue *g = fs->glue;
-	uint8_t lvb[DLMC_LVB_LEN];
-	uint64_t t;
-	int i, fresh;
-	struct timespec *ts[3] = { &st->st_atim, &st->st_ctim, &st->st_mtim };
-
-	if (g == NULL)
-		return -1;
-	pthread_mutex_lock(&g->mtx);
-	fresh = (lr->flags & LR_LVB_FRESH) != 0;
-	if (fresh)
-		memcpy(lvb, lr->lvb, sizeof(lvb));
-	pthread_mutex_unlock(&g->mtx);
-	/* the layout glue_pack_lvb writes */
-	if (!fresh || lvb[0] != 5 || lvb_get(lvb, 56, 4) != generation ||
-	    !S_ISREG(lvb_get(lvb, 48, 2)))
-		return -1;
-	memset(st, 0, sizeof(*st));
-	st->st_ino = lr->owner;
-	st->st_mode = (mode_t)lvb_get(lvb, 48, 2);
-	st->st_nlink = (nlink_t)lvb_get(lvb, 50, 2);
-	st->st_uid = (uid_t)lvb_get(lvb, 8, 4);
-	st->st_gid = (gid_t)lvb_get(lvb, 12, 4);
-	st->st_size = (off_t)lvb_get(lvb, 40, 8);
-	st->st_blocks = (blkcnt_t)(lvb_get(lvb, 4, 4) << (fs->cbits - 9));
-	st->st_blksize = fs->vol.cluster_bytes;
-	for (i = 0; i < 3; i++) {
-		t = lvb_get(lvb, 16 + 8 * (unsigned)i, 8);
-		ts[i]->tv_sec = (time_t)(t >> 30);
-		ts[i]->tv_nsec = (long)(t & ((1u << 30) - 1));
-	}
-	pthread_mutex_lock(&g->mtx);
-	g->lvb_stats++;
-	pthread_mutex_unlock(&g->mtx);
-	return 0;
-}
-
 /* ---- requests to dlmd ------------------------------------------------- */
 
 static void
@@ -483,25 +160,6 @@ request_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 	pthread_mutex_unlock(&g->mtx);
 }
 
-static int
-has_valblk(const struct fsd_lockres *lr)
-{
-	return lr->type == FSD_LOCK_META || lr->type == FSD_LOCK_ORPHAN_SCAN;
-}
-
-/*
- * Journaled blocks change only under META locks (an inode and its tree):
- * given up from EX, what the journal holds must go home first. The others
- * order work whose blocks have META locks of their own (RW, OPEN, RENAME),
- * or guard no block (ORPHAN_SCAN, FLOCK, PLOCK; SUPER's slot map is written
- * in place), so they need no checkpoint.
- */
-static int
-guards_blocks(const struct fsd_lockres *lr)
-{
-	return lr->type == FSD_LOCK_META;
-}
-
 /* Send a lock or convert request for lr; glue->mtx NOT held. */
 static void
 send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached,
@@ -516,7 +174,7 @@ send_request(struct fsd_glue *g, struct fsd_lockres *lr, int level, int attached
 	a.namelen = FSD_LOCK_NAME_LEN - 1;
 	a.mode = level;
 	a.flags = flags | (attached ? DLMC_F_CONVERT : 0) |
-	    (has_valblk(lr) ? DLMC_F_VALBLK : 0);
+	    ((lr->ops->flags & LOCK_TYPE_USES_LVB) ? DLMC_F_VALBLK : 0);
 	a.lockid = lockid;
 	a.lvb = lvb;
 	a.user = (uint64_t)(uintptr_t)lr;
@@ -614,98 +272,18 @@ dc_unqueue(struct fsd_glue *g, struct fsd_lockres *lr)
 static void
 refresh(struct fsd *fs, struct fsd_lockres *lr)
 {
-	if (lr->owner == 0)
-		return;
-	block_forget_owner(fs, lr->owner);
-	dir_index_drop(fs, lr->owner);
-}
-
-/*
- * The handle this thread has open. An EX lock released inside a handle
- * is kept until the handle ends: its blocks are in the transaction, and
- * a downconvert must not checkpoint them half-changed.
- */
-static __thread struct fsd_handle *cur_handle;
-
-void
-glue_handle_begin(struct fsd_handle *h)
-{
-	h->nlocks = 0;
-	cur_handle = h;
-}
-
-void
-glue_handle_end(struct fsd_handle *h)
-{
-	unsigned i;
-
-	cur_handle = NULL;
-	for (i = 0; i < h->nlocks; i++)
-		lockres_unlock(h->fs, h->locks[i], LKM_EX);
-	h->nlocks = 0;
-}
-
-/*
- * Does the open handle keep an EX hold of lr? For an EX request it
- * hands that hold back to the caller (whose unlock returns it).
- */
-static int
-handle_take(struct fsd_lockres *lr, int level)
-{
-	struct fsd_handle *h = cur_handle;
-	unsigned i;
-
-	if (h == NULL)
-		return 0;
-	for (i = 0; i < h->nlocks; i++)
-		if (h->locks[i] == lr) {
-			if (level == LKM_EX)
-				h->locks[i] = h->locks[--h->nlocks];
-			return 1;
-		}
-	return 0;
-}
-
-int
-handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
-{
-	unsigned i;
-	int rc;
-
-	for (i = 0; i < h->nlocks; i++)
-		if (h->locks[i] == lr)
-			return 0;
-	if (h->nlocks == nitems(h->locks)) {
-		log_warnx("a transaction needs more than %zu allocator locks", nitems(h->locks));
-		return -ENOLCK;
-	}
-	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
-		return rc;
-	h->locks[h->nlocks++] = lr;
-	return 0;
-}
-
-int
-handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
-{
-	return handle_lock(h, sysinode_lockres(h->fs, blkno));
+	if (lr->ops->refresh != NULL)
+		lr->ops->refresh(fs, lr);
 }
 
 int
 lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned lkf)
 {
 	struct fsd_glue *g = fs->glue;
-	pthread_mutex_t *m = state_mtx(fs);
+	pthread_mutex_t *m = lockres_mutex(fs);
 	int rc;
 
 	pthread_mutex_lock(m);
-	if (handle_take(lr, level)) {
-		/* this thread holds it EX already: a reader under it needs no wait */
-		if (level == LKM_PR)
-			lr->ro++;
-		pthread_mutex_unlock(m);
-		return 0;
-	}
 	for (;;) {
 		/* another node waits: let it have its turn first */
 		if ((lr->flags & LR_BLOCKED) && level > compat_level(lr->blocking) &&
@@ -732,7 +310,8 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			 * its journal is replayed. We wait holding no count on it,
 			 * so that recovery, or another node, can still have it.
 			 */
-			if ((lr->flags & LR_UNSURE) && lr->owner != 0 && !(lkf & LKF_RECOVERY) &&
+			if ((lr->flags & LR_UNSURE) && lr->owner != 0 &&
+			    (lr->ops->flags & LOCK_TYPE_REQUIRES_REFRESH) && !(lkf & LKF_RECOVERY) &&
 			    glue_recovery_pending(g)) {
 				if (lkf & LKF_TRY) {
 					pthread_mutex_unlock(m);
@@ -844,15 +423,9 @@ lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level)
 void
 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 {
-	pthread_mutex_t *m = state_mtx(fs);
+	pthread_mutex_t *m = lockres_mutex(fs);
 
 	pthread_mutex_lock(m);
-	if (level == LKM_EX && cur_handle != NULL && cur_handle->fs == fs &&
-	    cur_handle->nlocks < nitems(cur_handle->locks)) {
-		cur_handle->locks[cur_handle->nlocks++] = lr;
-		pthread_mutex_unlock(m);
-		return;
-	}
 	if (level == LKM_EX)
 		lr->ex--;
 	else
@@ -887,12 +460,12 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 			lr->flags |= LR_REFRESH;
 			if (!(ast->has_lvb && ast->lvb_valid))
 				lr->flags |= LR_UNSURE;
-			else if (lr->type == FSD_LOCK_META) {
+			else if (lr->ops->set_lvb != NULL) {
 				memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
 				lr->flags |= LR_LVB_FRESH;
 			}
 		}
-		if (ast->has_lvb && lr->type != FSD_LOCK_META) {
+		if (ast->has_lvb && lr->ops->set_lvb == NULL) {
 			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
 			lr->lvb_valid = ast->lvb_valid;
 		}
@@ -979,12 +552,14 @@ dispatch_loop(void *arg)
 
 /* ---- downconvert ------------------------------------------------------- */
 
+/* lr's invalidate for its owner, by the inval thread. */
 static void
-queue_inval(struct fsd_glue *g, uint64_t blkno)
+queue_inval(struct fsd_glue *g, const struct fsd_lockres *lr)
 {
 	struct inval *iv = xmalloc(sizeof(*iv));
 
-	iv->blkno = blkno;
+	iv->ops = lr->ops;
+	iv->owner = lr->owner;
 	pthread_mutex_lock(&g->iv_mtx);
 	iv->next = g->iv_head;
 	g->iv_head = iv;
@@ -1008,10 +583,7 @@ inval_loop(void *arg)
 		iv = g->iv_head;
 		g->iv_head = iv->next;
 		pthread_mutex_unlock(&g->iv_mtx);
-		pthread_mutex_lock(&g->se_mtx);
-		if (fs->se != NULL)
-			fuse_lowlevel_notify_inval_inode(fs->se, fsd_blkno_to_ino(fs, iv->blkno), 0, 0);
-		pthread_mutex_unlock(&g->se_mtx);
+		iv->ops->invalidate(fs, iv->owner);
 		free(iv);
 		pthread_mutex_lock(&g->iv_mtx);
 	}
@@ -1019,22 +591,11 @@ inval_loop(void *arg)
 	return NULL;
 }
 
-/*
- * Must the kernel's pages of lr's file go back and out before lr comes
- * down to target? Leaving EX, always: a page written through a shared
- * mapping reaches us only when the kernel writes it back, and it may be
- * dirtied under EX alone (READs take EX while the file is open for
- * writing here, lockres_read_level). Going to NL, so that this node's
- * mappings see the other node's writes; but not while the file is open
- * for writing here, where a write(2) may hold pages locked while it waits
- * for EX, which the other node has first: no page can be dirty then (they
- * all went at the last EX), and the inval thread drops them afterwards.
- */
+/* Must lr's cached pages go back and out before it comes down to target? */
 static int
 must_flush(const struct fsd_lockres *lr, int target)
 {
-	return lr->type == FSD_LOCK_META && lr->pages && lr->owner != 0 &&
-	    (lr->level == LKM_EX || (target == LKM_NL && lr->writers == 0));
+	return lr->ops->needs_flush != NULL && lr->ops->needs_flush(lr, target);
 }
 
 static void
@@ -1053,11 +614,10 @@ queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
 }
 
 /*
- * The flush thread: FUSE's notify-inval-inode has the kernel unmap the
+ * The flush thread: the lock type's invalidate has the kernel unmap the
  * file's pages, write back the dirty ones (WRITE requests, which our
- * other threads serve), and drop them all, as ocfs2's downconvert of an
- * inode lock writes back and truncates the inode's pages
- * (ocfs2_data_convert_worker). Then the downconvert goes on.
+ * other threads serve), and drop them all (meta_invalidate). Then the
+ * downconvert goes on.
  *
  * The kernel waits for every page a request of ours holds locked: a
  * READ reading it in, a write(2) or a writeback. Those requests must not
@@ -1098,11 +658,7 @@ flush_loop(void *arg)
 			fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &g->fl_deadline);
 			pthread_cond_signal(&g->dc_cv);		/* it watches the deadline */
 			pthread_mutex_unlock(&g->mtx);
-			pthread_mutex_lock(&g->se_mtx);
-			if (fs->se != NULL)
-				fuse_lowlevel_notify_inval_inode(fs->se,
-				    fsd_blkno_to_ino(fs, lr->owner), 0, 0);
-			pthread_mutex_unlock(&g->se_mtx);
+			lr->ops->invalidate(fs, lr->owner);
 			pthread_mutex_lock(&g->mtx);
 			if (!(lr->flags & LR_FLUSHING) || lr->flush_passes == 0 ||
 			    round == FLUSH_ROUNDS)
@@ -1132,17 +688,25 @@ flush_stuck(struct fsd_glue *g)
 	    (now.tv_sec == g->fl_deadline.tv_sec && now.tv_nsec >= g->fl_deadline.tv_nsec);
 }
 
-/* Fill a META lock's value block from the inode we are giving up (dlmglue's). */
-static void
-stuff_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
+/*
+ * lr leaves EX (lr BUSY, glue->mtx not held): what changed under it goes
+ * home first, and its value block is filled. 1 if the request carries it.
+ */
+static int
+leave_ex(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
 {
-	struct fsd_buf *b;
+	const struct fsd_lock_ops *ops = lr->ops;
 
-	memset(lvb, 0, DLMC_LVB_LEN);
-	if (lr->owner == 0 || block_read(fs, lr->owner, BLK_INODE, &b) != 0)
-		return;
-	glue_pack_lvb((const struct ocfs2_dinode *)b->data, lvb);
-	block_put(fs, b);
+	if (ops->write_home != NULL && ops->write_home(fs, lr) != 0)
+		log_warnx("lock %s: writing home what changed under EX failed", lr->name);
+	/* unsure: we read nothing under it, so it stays invalid */
+	if (!(ops->flags & LOCK_TYPE_USES_LVB) || (lr->flags & LR_UNSURE))
+		return 0;
+	if (ops->set_lvb != NULL)
+		ops->set_lvb(fs, lr, lvb);
+	else
+		memcpy(lvb, lr->lvb, DLMC_LVB_LEN);	/* its holder wrote it */
+	return 1;
 }
 
 /*
@@ -1212,25 +776,14 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	lr->flags &= ~LR_FLUSHED;
 	/* BUSY keeps lockers out while we write home and forget */
 	from = lr->level;
-	has_lvb = from == LKM_EX && has_valblk(lr);
 	lr->flags |= LR_BUSY;
 	pthread_mutex_unlock(&g->mtx);
-	if (from == LKM_EX) {
-		/* what we changed under EX must be home before anyone else reads it */
-		if (guards_blocks(lr) && journal_checkpoint(fs) != 0)
-			log_warnx("lock %s: checkpoint before giving it up failed", lr->name);
-		if (lr->flags & LR_UNSURE)
-			has_lvb = 0;	/* we read nothing under it: it stays invalid */
-		else if (lr->type == FSD_LOCK_META)
-			stuff_lvb(fs, lr, lvb);
-		else
-			memcpy(lvb, lr->lvb, sizeof(lvb));	/* its holder wrote it */
-	}
+	has_lvb = from == LKM_EX && leave_ex(fs, lr, lvb);
 	if (target == LKM_NL) {
 		lr->flags &= ~LR_LVB_FRESH;
 		refresh(fs, lr);
-		if (lr->type == FSD_LOCK_META && lr->owner != 0 && !flushed)
-			queue_inval(g, lr->owner);
+		if (lr->ops->invalidate != NULL && lr->owner != 0 && !flushed)
+			queue_inval(g, lr);
 	}
 	pthread_mutex_lock(&g->mtx);
 	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL, 0);
@@ -1255,25 +808,17 @@ static void
 drop_idle(struct fsd_glue *g)
 {
 	struct fsd *fs = g->fs;
-	struct fsd_lockres *lr = g->idle_head;
+	struct fsd_lockres *lr = lockres_take_idle(fs);
 	uint8_t lvb[DLMC_LVB_LEN];
 	int has_lvb;
 
-	idle_remove(g, lr);
-	lockres_unhash(fs, lr);
 	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
 	lr->flags |= LR_DROPPING;
 	if (lr->level >= 0 && !g->dead_conn) {
-		has_lvb = lr->level == LKM_EX && has_valblk(lr) && !(lr->flags & LR_UNSURE);
 		lr->flags |= LR_BUSY;
 		pthread_mutex_unlock(&g->mtx);
-		if (lr->level == LKM_EX && guards_blocks(lr) && journal_checkpoint(fs) != 0)
-			log_warnx("lock %s: checkpoint before dropping it failed", lr->name);
-		if (has_lvb && lr->type == FSD_LOCK_META)
-			stuff_lvb(fs, lr, lvb);
-		else if (has_lvb)
-			memcpy(lvb, lr->lvb, sizeof(lvb));
+		has_lvb = lr->level == LKM_EX && leave_ex(fs, lr, lvb);
 		refresh(fs, lr);
 		unlock_wait(g, lr, has_lvb ? DLMC_F_VALBLK : 0, has_lvb ? lvb : NULL);
 	}
@@ -1372,7 +917,6 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	pthread_cond_init(&g->dc_cv, NULL);
 	pthread_cond_init(&g->reco_cv, NULL);
 	pthread_mutex_init(&g->iv_mtx, NULL);
-	pthread_mutex_init(&g->se_mtx, NULL);
 	pthread_cond_init(&g->iv_cv, NULL);
 	pthread_cond_init(&g->fl_cv, NULL);
 	if ((g->dc = dlmc_open(rundir, &cb, g)) == NULL) {
@@ -1395,20 +939,6 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	    pthread_create(&g->fl_thread, NULL, flush_loop, g) != 0)
 		fatalx("cannot start the lock threads");
 	return 0;
-}
-
-void
-glue_session_gone(struct fsd *fs)
-{
-	struct fsd_glue *g = fs->glue;
-
-	if (g == NULL) {
-		fs->se = NULL;
-		return;
-	}
-	pthread_mutex_lock(&g->se_mtx);
-	fs->se = NULL;
-	pthread_mutex_unlock(&g->se_mtx);
 }
 
 void

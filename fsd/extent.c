@@ -69,6 +69,12 @@ extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned c
 	return 0;
 }
 
+void
+extent_register_checks(struct fsd *fs)
+{
+	fs->check_extent_list = extent_list_check;
+}
+
 int
 extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
     uint64_t lblk, struct fsd_extent *ex)

@@ -306,7 +306,7 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 		inode_now(di, 0, 1, 1);
 		journal_dirty(&h, ib);
 	}
-	inode_unlock_block(fs, ip, LKM_EX, ib);
+	inode_unlock_block_in(&h, ip, ib);
 	journal_stop(&h, rc != 0);
 	return rc;
 }
@@ -387,7 +387,7 @@ setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 		inode_now(di, 0, 1, 1);
 		journal_dirty(&h, ib);
 out:
-		inode_unlock_block(fs, ip, LKM_EX, ib);
+		inode_unlock_block_in(&h, ip, ib);
 		journal_stop(&h, rc != 0);
 		if (rc == 0 && again)
 			rc = tl_flush(fs);
@@ -436,7 +436,7 @@ file_free_all(struct fsd *fs, struct fsd_inode *ip)
 				journal_dirty(&h, ib);
 			}
 		}
-		inode_unlock_block(fs, ip, LKM_EX, ib);
+		inode_unlock_block_in(&h, ip, ib);
 		journal_stop(&h, rc != 0);
 		if (rc == 0 && again)
 			rc = tl_flush(fs);
@@ -474,7 +474,7 @@ fallocate_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int keep
 		inode_now((struct ocfs2_dinode *)ib->data, 0, 0, 1);
 		journal_dirty(&h, ib);
 	}
-	inode_unlock_block(fs, ip, LKM_EX, ib);
+	inode_unlock_block_in(&h, ip, ib);
 	journal_stop(&h, rc != 0);
 	return rc;
 }

@@ -148,3 +148,6 @@ flock_release(struct fsd *fs, uint64_t owner)
 	lockres_private_free(fs, f->lr);
 	free(f);
 }
+
+/* FLOCK: one private resource per flock()ing open file, guarding nothing on disk. */
+const struct fsd_lock_ops flock_lock_ops = { .letter = 'F' };

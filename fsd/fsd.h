@@ -6,12 +6,20 @@
  *   glue.h       the cluster side: dlmd connection, recovery and stack state
  *   ops.h        what the FUSE handlers (ops*.c) share
  *   block.c      O_DIRECT block I/O and the metadata block cache; every
- *                metadata block is validated by type as it enters the cache
+ *                metadata block is validated by type as it enters the cache,
+ *                directory entries and extent lists by the checks dir.c and
+ *                extent.c register at mount
  *   lease.c      registration with hbd as a disk writer: every transfer
  *                under the heartbeat lease
- *   dlmglue.c    lock resources named as ocfs2_lockid.h names them, cached
- *                at the level dlmd granted until another node's BAST; every
- *                access to an inode's metadata holds its META lockres
+ *   lockres.c    lock resources named as ocfs2_lockid.h names them, their
+ *                table and idle list; each lock type is a struct
+ *                fsd_lock_ops defined by the module owning what it guards
+ *                (META, RW, OPEN: inode.c; SUPER: super.c; ...)
+ *   dlmglue.c    requests to dlmd, ASTs, BASTs and the downconvert thread:
+ *                locks cached at the level granted until another node's
+ *                BAST, the type's ops called on the way down; every access
+ *                to an inode's metadata holds its META lockres
+ *   lvb.c        META's value block (ocfs2_meta_lvb)
  *   stack.c      joining the node's cluster stack at mount (glue.h)
  *   deadnode.c   recovering a dead node: its slot's journal, local alloc,
  *                truncate log and slot, then its orphans
@@ -46,7 +54,7 @@
  * Nothing here assumes one node: all per-node state hangs off the slot
  * we claimed (struct fsd_slot), and metadata is reached through lock
  * resources; cached blocks carry the inode whose lock covers them, so a
- * downconvert forgets exactly those (block_forget_owner, dir_index_drop).
+ * downconvert forgets exactly those (block_forget_owner, inode_drop_dindex).
  */
 #ifndef FSD_H
 #define FSD_H
@@ -91,6 +99,16 @@ struct fsd_buf {
 #define BUF_VALID	1
 #define BUF_BAD		2	/* failed validation; the reason was logged once */
 
+/*
+ * Checks of structures inside blocks that the layers above own, which
+ * they register on the mount (dir_register_checks, extent_register_checks)
+ * so that block_validate needs nothing above block.c: 0, or -1 + why.
+ */
+struct fsd;
+typedef int (*blk_dir_check_fn)(const uint8_t *p, size_t len, char *why, size_t whylen);
+typedef int (*blk_extent_check_fn)(struct fsd *fs, const struct ocfs2_extent_list *el,
+	    unsigned capacity, char *why, size_t whylen);
+
 struct fsd_cache {
 	pthread_mutex_t	  mtx;
 	struct fsd_buf	**hash;
@@ -113,6 +131,7 @@ struct fsd_cache {
 struct fsd_lockres {
 	char			 name[FSD_LOCK_NAME_LEN];	/* NUL-terminated */
 	int			 type;		/* enum fsd_lock_type */
+	const struct fsd_lock_ops *ops;		/* what the type means (lock_ops) */
 	uint64_t		 owner;		/* inode whose cached blocks it covers, or 0 */
 	struct fsd_glue		*glue;		/* NULL: no cluster */
 	unsigned		 ro, ex;	/* holders on this node */
@@ -227,6 +246,8 @@ struct fsd {
 	struct fsd_slot	*slots;			/* max_slots entries */
 	int		 slot;			/* ours, -1 on a read-only mount */
 	struct fsd_cache cache;
+	blk_dir_check_fn check_dir_entries;	/* dir.c's */
+	blk_extent_check_fn check_extent_list;	/* extent.c's */
 	struct fsd_itable *itable;
 	struct fsd_journal *journal;		/* our slot's, NULL when read-only */
 	unsigned	 node_num;		/* what we write in the slot map */
@@ -300,9 +321,55 @@ void	 plock_stop(struct fsd *fs);
 /* A close by this owner drops its POSIX locks on the inode, as close(2) does. */
 void	 plock_flush(struct fsd *fs, uint64_t blkno, uint64_t owner);
 
-/* dlmglue.c */
+/* lockres.c */
 enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
-	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK, FSD_LOCK_PLOCK };
+	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK, FSD_LOCK_PLOCK,
+	FSD_LOCK_NTYPES };
+
+/* Requests carry the value block (DLM_LKF_VALBLK). */
+#define LOCK_TYPE_USES_LVB		0x1
+/*
+ * What it guards is read from the disk under it: a dead node that may
+ * have held it at EX is recovered before anyone here holds it again, and
+ * refresh runs when it is granted afresh from NL.
+ */
+#define LOCK_TYPE_REQUIRES_REFRESH	0x2
+
+/*
+ * What one lock type means, as the kernel's struct ocfs2_lock_res_ops
+ * (fs/ocfs2/dlmglue.c), defined by the module that owns what the lock
+ * guards. dlmglue.c drives the requests, ASTs, BASTs and downconverts and
+ * calls these without its mutex held; a NULL member does nothing.
+ */
+struct fsd_lock_ops {
+	char	 letter;	/* of the lock name (ocfs2_lockid.h) */
+	unsigned flags;		/* LOCK_TYPE_* */
+	/* Forget what this node cached under lr: granted afresh, or going to NL. */
+	void	(*refresh)(struct fsd *fs, struct fsd_lockres *lr);
+	/* Leaving EX: what changed under it goes home first. 0 or -errno. */
+	int	(*write_home)(struct fsd *fs, struct fsd_lockres *lr);
+	/*
+	 * Leaving EX: the value block from what lr guards (ocfs2's set_lvb);
+	 * NULL: what its holders wrote into lr->lvb. A type with set_lvb
+	 * trusts a value block granted from NL only until it takes EX.
+	 */
+	void	(*set_lvb)(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb);
+	/*
+	 * Must the kernel's cached pages of lr's file go back and out before
+	 * lr comes down to target (the downconvert worker, which the flush
+	 * thread runs through invalidate)? State mutex held.
+	 */
+	int	(*needs_flush)(const struct fsd_lockres *lr, int target);
+	/* Have the kernel write back and drop what it caches of owner. May wait. */
+	void	(*invalidate)(struct fsd *fs, uint64_t owner);
+};
+/* Each in the file that owns what the lock guards. */
+extern const struct fsd_lock_ops meta_lock_ops, rw_lock_ops, open_lock_ops;	/* inode.c */
+extern const struct fsd_lock_ops super_lock_ops;	/* super.c */
+extern const struct fsd_lock_ops rename_lock_ops;	/* ops_namei.c */
+extern const struct fsd_lock_ops orphan_scan_lock_ops;	/* orphanscan.c */
+extern const struct fsd_lock_ops flock_lock_ops;	/* flock.c */
+extern const struct fsd_lock_ops plock_lock_ops;	/* plock.c */
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
 void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 	    uint64_t blkno, uint32_t generation);
@@ -321,9 +388,14 @@ struct lockres_census {
 	unsigned	 total, ex, pr, nl;	/* the rest have no lock in dlmd */
 };
 void	 lockres_census(struct fsd *fs, struct lockres_census *lc);
+/* The META lock of a system inode (named with its generation). */
+struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
 /* Not shared through the table, never cached: each its own lock in dlmd. */
 struct fsd_lockres *lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation);
+
+/* dlmglue.c */
+/* A private resource's lock leaves dlmd, then the resource is freed. */
 void	 lockres_private_free(struct fsd *fs, struct fsd_lockres *lr);
 /* level is LKM_PR or LKM_EX; 0 or -errno (-EAGAIN: LKF_TRY and busy). */
 int	 lockres_lock(struct fsd *fs, struct fsd_lockres *lr, int level);
@@ -346,18 +418,16 @@ void	 lockres_file_open(struct fsd_lockres *lr, int delta, int writer);
  */
 int	 lockres_read_level(struct fsd_lockres *lr);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
-/* The FUSE session is about to go: no notify-inval may use it any more. */
-void	 glue_session_gone(struct fsd *fs);
-/* The META lock of a system inode (named with its generation). */
-struct fsd_lockres *sysinode_lockres(struct fsd *fs, uint64_t blkno);
+
+/* lvb.c */
 /* ocfs2_meta_lvb from an inode: what other nodes could trust without a read. */
-void	 glue_pack_lvb(const struct ocfs2_dinode *di, uint8_t *lvb);
+void	 meta_lvb_pack(const struct ocfs2_dinode *di, uint8_t *lvb);
 /*
  * With META (lr) held PR and granted from NL: the stat of a regular file
  * of that generation from the value block its last EX holder left, as the
  * kernel refreshes an inode from a trustable LVB. 0, or -1 (read the block).
  */
-int	 glue_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation,
+int	 meta_lvb_stat(struct fsd *fs, struct fsd_lockres *lr, uint32_t generation,
 	    struct stat *st);
 
 /* super.c */
@@ -452,9 +522,15 @@ int	 inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, uns
  * generation (RW, FLOCK, PLOCK) follow the new inode from now on.
  */
 void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation);
+/* Forget a directory's name index, if it is in memory (it may be wrong). */
+void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
+/* The FUSE session is about to go: no notify-inval may use it any more. */
+void	 inode_session_gone(struct fsd *fs);
 /* Its attributes under META PR, from a trustable value block or the block. */
 int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
 void	 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b);
+/* The same for an EX hold inside a handle that changed it: h keeps the lock. */
+void	 inode_unlock_block_in(struct fsd_handle *h, struct fsd_inode *ip, struct fsd_buf *b);
 void	 inode_to_stat(struct fsd *fs, const struct ocfs2_dinode *di, struct stat *st);
 /* FUSE inode numbers: the root is 1, every other inode its block number. */
 uint64_t fsd_ino_to_blkno(struct fsd *fs, uint64_t ino);
@@ -491,6 +567,8 @@ int	 extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *
 /* Check one extent list against its container's capacity: 0 or -1 + why. */
 int	 extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el,
 	    unsigned capacity, char *why, size_t whylen);
+/* block_validate checks extent lists with extent_list_check. */
+void	 extent_register_checks(struct fsd *fs);
 
 /*
  * Append clusters [cpos, cpos+clusters) at pblk to the inode's tree (ib:
@@ -542,6 +620,8 @@ int	 dir_lookup(struct fsd *fs, const struct ocfs2_dinode *di, const char *name,
 	    size_t len, uint64_t *ino);
 /* Check the entries of one block (or inline area) tile it: 0 or -1 + why. */
 int	 dir_block_check(const uint8_t *p, size_t len, char *why, size_t whylen);
+/* block_validate checks directory entries with dir_block_check. */
+void	 dir_register_checks(struct fsd *fs);
 
 /* Inside a handle, with the directory locked EX (dib: its inode buffer): */
 int	 dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
@@ -555,9 +635,6 @@ int	 dir_retarget(struct fsd_handle *h, const struct ocfs2_dinode *di, const cha
 int	 dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent);
 /* 1 when only "." and ".." are left, 0 if not, -errno. */
 int	 dir_is_empty(struct fsd *fs, const struct ocfs2_dinode *di);
-
-/* Forget a directory's name index (it may be wrong). */
-void	 dir_index_drop(struct fsd *fs, uint64_t blkno);
 
 /* dirindex.c */
 struct dir_index *dindex_new(void);
@@ -629,7 +706,9 @@ int	 journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bu
 /*
  * A handle: one atomic metadata change, all or nothing. One is open at a
  * time; it may wait for cluster locks, and commits do not wait for it:
- * they log what the closed handles left.
+ * they log what the closed handles left. It holds the EX locks of what
+ * it changes until it ends (handle_lock, handle_hold): a downconvert
+ * meanwhile would checkpoint its blocks half-changed.
  */
 struct fsd_handle {
 	struct fsd	 *fs;
@@ -637,14 +716,14 @@ struct fsd_handle {
 	unsigned	  nundo, cap;
 	uint64_t	  dirs[4];	/* directories changed: indexes to drop on abort */
 	unsigned	  ndirs;
-	struct fsd_lockres *locks[16];	/* EX holds kept until the handle ends */
-	unsigned	  nlocks;
+	struct fsd_lockres **locks;	/* EX holds kept until the handle ends */
+	unsigned	  nlocks, locks_cap;
 };
-/* dlmglue.c: journal_start/stop call these around every handle. */
-void	 glue_handle_begin(struct fsd_handle *h);
-void	 glue_handle_end(struct fsd_handle *h);
 /* Inside a handle: lock EX until the handle ends (allocators, the bitmap). */
 int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
+/* The caller's EX hold of lr passes to h: released when h ends. */
+void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
+/* Inside a handle: a system inode's META lock EX until the handle ends. */
 int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
 int	 journal_start(struct fsd *fs, struct fsd_handle *h);
 /* Declare intent to modify b (a referenced cache buffer) in this handle. */

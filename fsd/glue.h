@@ -14,8 +14,10 @@
 struct dlmc;
 struct fsd;
 
+/* An invalidate (struct fsd_lock_ops) for the inval thread. */
 struct inval {
-	uint64_t	 blkno;
+	const struct fsd_lock_ops *ops;
+	uint64_t	 owner;
 	struct inval	*next;
 };
 
@@ -33,7 +35,6 @@ struct fsd_glue {
 	unsigned	 nidle, idle_max;
 	pthread_cond_t	 dc_cv;
 	pthread_mutex_t	 iv_mtx;		/* inval queue */
-	pthread_mutex_t	 se_mtx;		/* fs->se while the inval thread uses it */
 	pthread_cond_t	 iv_cv;
 	struct inval	*iv_head;
 	/* META locks whose file's pages go back and out before they come

@@ -4,6 +4,8 @@
  * every read or change of the inode block and its extent tree goes. The
  * inode block itself lives in the block cache, not here, so dropping a
  * cached block (another node changed it) is all it takes to refresh.
+ * The lock types of an inode (META, RW, OPEN) are defined here, at the
+ * end: what dlmglue.c does to an inode's cache when its lock comes down.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,14 +16,17 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "o2dlm.h"
 #include "util.h"
 
-#include "fsd.h"
+/* the kernel's cache of a file is dropped through FUSE (meta_invalidate) */
+#include "ops.h"
 
 #define ITABLE_HASH	4096
 
 struct fsd_itable {
 	pthread_mutex_t	  mtx;
+	pthread_mutex_t	  se_mtx;	/* fs->se while a notify-inval uses it */
 	struct fsd_inode *hash[ITABLE_HASH];
 	unsigned	  count;
 };
@@ -31,6 +36,7 @@ itable_init(struct fsd *fs)
 {
 	fs->itable = xcalloc(1, sizeof(*fs->itable));
 	pthread_mutex_init(&fs->itable->mtx, NULL);
+	pthread_mutex_init(&fs->itable->se_mtx, NULL);
 	return 0;
 }
 
@@ -51,6 +57,7 @@ itable_destroy(struct fsd *fs)
 		}
 	}
 	pthread_mutex_destroy(&fs->itable->mtx);
+	pthread_mutex_destroy(&fs->itable->se_mtx);
 	free(fs->itable);
 	fs->itable = NULL;
 }
@@ -377,7 +384,7 @@ inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st)
 
 	if ((rc = lockres_lock(fs, ip->meta, LKM_PR)) != 0)
 		return rc;
-	if (glue_lvb_stat(fs, ip->meta, ip->generation, st) != 0 &&
+	if (meta_lvb_stat(fs, ip->meta, ip->generation, st) != 0 &&
 	    (rc = block_read(fs, ip->blkno, BLK_INODE, &b)) == 0) {
 		inode_to_stat(fs, (const struct ocfs2_dinode *)b->data, st);
 		block_put(fs, b);
@@ -391,6 +398,13 @@ inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_b
 {
 	block_put(fs, b);
 	lockres_unlock(fs, ip->meta, level);
+}
+
+void
+inode_unlock_block_in(struct fsd_handle *h, struct fsd_inode *ip, struct fsd_buf *b)
+{
+	block_put(h->fs, b);
+	handle_hold(h, ip->meta);
 }
 
 void
@@ -492,7 +506,7 @@ inode_touch_atime(struct fsd *fs, struct fsd_inode *ip)
 		di->i_atime_nsec = htole32((uint32_t)now.tv_nsec);
 		journal_dirty(&h, b);
 	}
-	inode_unlock_block(fs, ip, LKM_EX, b);
+	inode_unlock_block_in(&h, ip, b);
 	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
 		rc = -EIO;
 	if (rc == 0)
@@ -624,3 +638,114 @@ inode_wipe(struct fsd_handle *h, struct fsd_buf *ib)
 	/* Nobody may read this block as an inode again until reallocated. */
 	return 0;
 }
+
+void
+inode_drop_dindex(struct fsd *fs, uint64_t blkno)
+{
+	struct fsd_inode *ip;
+
+	if ((ip = inode_find(fs, blkno)) == NULL)
+		return;
+	pthread_mutex_lock(&ip->dmtx);
+	dindex_free(ip->dindex);
+	ip->dindex = NULL;
+	pthread_mutex_unlock(&ip->dmtx);
+	inode_put(fs, ip);
+}
+
+void
+inode_session_gone(struct fsd *fs)
+{
+	if (fs->itable == NULL) {
+		fs->se = NULL;
+		return;
+	}
+	pthread_mutex_lock(&fs->itable->se_mtx);
+	fs->se = NULL;
+	pthread_mutex_unlock(&fs->itable->se_mtx);
+}
+
+/* ---- an inode's cluster locks (ocfs2's inode, rw and open lock ops) ---- */
+
+/* Another node may have changed the inode, its tree and, for a directory, its names. */
+static void
+meta_refresh(struct fsd *fs, struct fsd_lockres *lr)
+{
+	if (lr->owner == 0)
+		return;
+	block_forget_owner(fs, lr->owner);
+	inode_drop_dindex(fs, lr->owner);
+}
+
+/* The journal holds the changes made under EX: home before another node reads them. */
+static int
+meta_write_home(struct fsd *fs, struct fsd_lockres *lr)
+{
+	(void)lr;
+	return journal_checkpoint(fs);
+}
+
+/* ocfs2_set_meta_lvb: the inode as we leave it. */
+static void
+meta_set_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
+{
+	struct fsd_buf *b;
+
+	memset(lvb, 0, DLMC_LVB_LEN);
+	if (lr->owner == 0 || block_read(fs, lr->owner, BLK_INODE, &b) != 0)
+		return;
+	meta_lvb_pack((const struct ocfs2_dinode *)b->data, lvb);
+	block_put(fs, b);
+}
+
+/*
+ * Must the kernel's pages of lr's file go back and out before lr comes
+ * down to target? Leaving EX, always: a page written through a shared
+ * mapping reaches us only when the kernel writes it back, and it may be
+ * dirtied under EX alone (READs take EX while the file is open for
+ * writing here, lockres_read_level). Going to NL, so that this node's
+ * mappings see the other node's writes; but not while the file is open
+ * for writing here, where a write(2) may hold pages locked while it waits
+ * for EX, which the other node has first: no page can be dirty then (they
+ * all went at the last EX), and the kernel drops them afterwards
+ * (meta_invalidate, queued by the downconvert).
+ */
+static int
+meta_needs_flush(const struct fsd_lockres *lr, int target)
+{
+	return lr->pages && lr->owner != 0 &&
+	    (lr->level == LKM_EX || (target == LKM_NL && lr->writers == 0));
+}
+
+/*
+ * FUSE's notify-inval-inode: the kernel unmaps the file's pages, writes
+ * back the dirty ones (WRITE requests, which other threads serve) and
+ * drops them all with the attributes it caches, as ocfs2's downconvert
+ * of an inode lock writes back and truncates the inode's pages
+ * (ocfs2_data_convert_worker).
+ */
+static void
+meta_invalidate(struct fsd *fs, uint64_t owner)
+{
+	pthread_mutex_lock(&fs->itable->se_mtx);
+	if (fs->se != NULL)
+		fuse_lowlevel_notify_inval_inode(fs->se, fsd_blkno_to_ino(fs, owner), 0, 0);
+	pthread_mutex_unlock(&fs->itable->se_mtx);
+}
+
+/* The inode block and its tree (an allocator's groups, a directory's blocks). */
+const struct fsd_lock_ops meta_lock_ops = {
+	.letter		= 'M',
+	.flags		= LOCK_TYPE_USES_LVB | LOCK_TYPE_REQUIRES_REFRESH,
+	.refresh	= meta_refresh,
+	.write_home	= meta_write_home,
+	.set_lvb	= meta_set_lvb,
+	.needs_flush	= meta_needs_flush,
+	.invalidate	= meta_invalidate,
+};
+
+/* Orders writes and size changes across nodes; its blocks are META's. */
+const struct fsd_lock_ops rw_lock_ops = { .letter = 'W' };
+
+/* Held PR while the file is open on a node: EX means nobody has it open. */
+const struct fsd_lock_ops open_lock_ops = { .letter = 'O' };

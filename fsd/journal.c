@@ -11,6 +11,11 @@
  * frozen at commit time. Until checkpointed, a block stays pinned in the
  * cache so nobody re-reads its stale home copy.
  *
+ * A handle holds the EX locks of what it changes (handle_lock, or given
+ * by handle_hold) until journal_stop has put its blocks in the running
+ * transaction: a downconvert in between would checkpoint them
+ * half-changed for another node to read.
+ *
  * Ordered mode: file data is written in place before the commit that
  * points at it; the fdatasync at the start of every commit makes it
  * durable first.
@@ -444,8 +449,38 @@ journal_start(struct fsd *fs, struct fsd_handle *h)
 	h->fs = fs;
 	j->open = h;
 	pthread_mutex_unlock(&j->mtx);
-	glue_handle_begin(h);
 	return 0;
+}
+
+void
+handle_hold(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	if (h->nlocks == h->locks_cap) {
+		h->locks_cap = h->locks_cap ? 2 * h->locks_cap : 8;
+		h->locks = xrealloc(h->locks, h->locks_cap * sizeof(*h->locks));
+	}
+	h->locks[h->nlocks++] = lr;
+}
+
+int
+handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < h->nlocks; i++)
+		if (h->locks[i] == lr)
+			return 0;
+	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
+		return rc;
+	handle_hold(h, lr);
+	return 0;
+}
+
+int
+handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
+{
+	return handle_lock(h, sysinode_lockres(h->fs, blkno));
 }
 
 int
@@ -519,11 +554,15 @@ journal_stop(struct fsd_handle *h, int abort)
 	pthread_mutex_unlock(&j->mtx);
 	/* restored directory blocks no longer match their name indexes */
 	for (i = 0; abort && i < h->ndirs; i++)
-		dir_index_drop(h->fs, h->dirs[i]);
+		inode_drop_dindex(h->fs, h->dirs[i]);
 	h->ndirs = 0;
 	pthread_mutex_unlock(&j->hmtx);
 	/* the EX locks kept for this handle: its changes are in the run now */
-	glue_handle_end(h);
+	for (i = 0; i < h->nlocks; i++)
+		lockres_unlock(h->fs, h->locks[i], LKM_EX);
+	free(h->locks);
+	h->locks = NULL;
+	h->nlocks = h->locks_cap = 0;
 	return rc;
 }
 

@@ -239,12 +239,12 @@ main(int argc, char **argv)
 	rc = fuse_session_loop_mt(se, lc) != 0;
 	fuse_loop_cfg_destroy(lc);
 	notify_stopping();
-	glue_session_gone(&fs);
+	inode_session_gone(&fs);
 	fuse_session_unmount(se);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
-	glue_session_gone(&fs);
+	inode_session_gone(&fs);
 	fuse_session_destroy(se);
 out_unmount:
 	super_unmount(&fs);

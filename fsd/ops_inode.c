@@ -341,7 +341,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		journal_dirty(&h, b);
 		inode_to_stat(fs, di, &st);
 	}
-	inode_unlock_block(fs, ip, LKM_EX, b);
+	inode_unlock_block_in(&h, ip, b);
 	journal_stop(&h, rc != 0);
 out:
 	inode_put(fs, ip);

@@ -78,13 +78,14 @@ lock_ino(struct fsd *fs, uint64_t blkno, struct locked *l)
 	return 0;
 }
 
+/* Inside the handle that may have changed it: h keeps its lock. */
 static void
-unlock_ino(struct fsd *fs, struct locked *l)
+unlock_ino(struct fsd_handle *h, struct locked *l)
 {
 	if (l->ip == NULL)
 		return;
-	inode_unlock_block(fs, l->ip, LKM_EX, l->b);
-	inode_put(fs, l->ip);
+	inode_unlock_block_in(h, l->ip, l->b);
+	inode_put(h->fs, l->ip);
 	l->ip = NULL;
 }
 
@@ -182,7 +183,7 @@ do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mod
 	journal_dirty(&h, ib);
 out:
 	block_put(fs, ib);
-	unlock_ino(fs, &dp);
+	unlock_ino(&h, &dp);
 	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
 		rc = -EIO;
 	if (rc == 0)
@@ -351,8 +352,8 @@ fsd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newna
 	journal_dirty(&h, ip.b);
 	journal_dirty(&h, dp.b);
 out:
-	unlock_ino(fs, &ip);
-	unlock_ino(fs, &dp);
+	unlock_ino(&h, &ip);
+	unlock_ino(&h, &dp);
 stop:
 	journal_stop(&h, rc != 0);
 	if (rc == 0)
@@ -426,8 +427,8 @@ do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int rmdir)
 		goto out;
 	inode_now(dp.di, 0, 1, 1);
 out:
-	unlock_ino(fs, &ip);
-	unlock_ino(fs, &dp);
+	unlock_ino(&h, &ip);
+	unlock_ino(&h, &dp);
 stop:
 	journal_stop(&h, rc != 0);
 	if (rc != 0 && doomed != 0)
@@ -524,16 +525,17 @@ lineage_has(const struct lineage *l, uint64_t blkno)
  * the lock order at the top of this file.
  */
 static int
-lock_two(struct fsd *fs, uint64_t a, struct locked *la, uint64_t b, struct locked *lb,
+lock_two(struct fsd_handle *h, uint64_t a, struct locked *la, uint64_t b, struct locked *lb,
     int b_first)
 {
+	struct fsd *fs = h->fs;
 	int rc;
 
 	if (b_first) {
 		if ((rc = lock_ino(fs, b, lb)) == 0 && (rc = lock_ino(fs, a, la)) != 0)
-			unlock_ino(fs, lb);
+			unlock_ino(h, lb);
 	} else if ((rc = lock_ino(fs, a, la)) == 0 && (rc = lock_ino(fs, b, lb)) != 0)
-		unlock_ino(fs, la);
+		unlock_ino(h, la);
 	return rc;
 }
 
@@ -562,7 +564,7 @@ exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
 		return 0;	/* two names of one inode: nothing to swap */
 	if (!same && (lineage_has(ln, src) || lineage_has(lo, dst)))
 		return -EINVAL;
-	if ((rc = lock_two(fs, src, &sp, dst, &tp, dst < src)) != 0)
+	if ((rc = lock_two(h, src, &sp, dst, &tp, dst < src)) != 0)
 		return rc;
 	sdir = S_ISDIR(LE16(sp.di->i_mode));
 	tdir = S_ISDIR(LE16(tp.di->i_mode));
@@ -598,8 +600,8 @@ exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
 	journal_dirty(h, op->b);
 	journal_dirty(h, npp->b);
 out:
-	unlock_ino(fs, &tp);
-	unlock_ino(fs, &sp);
+	unlock_ino(h, &tp);
+	unlock_ino(h, &sp);
 	return rc;
 }
 
@@ -633,7 +635,7 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 		rc = lock_ino(fs, pblk, &op);
 	else if ((rc = handle_lock(&h, fs->rename_lock)) == 0 &&
 	    (rc = lineage_of(fs, pblk, &lo)) == 0 && (rc = lineage_of(fs, npblk, &ln)) == 0)
-		rc = lock_two(fs, pblk, &op, npblk, &np, lineage_has(&lo, npblk) ||
+		rc = lock_two(&h, pblk, &op, npblk, &np, lineage_has(&lo, npblk) ||
 		    (!lineage_has(&ln, pblk) && npblk < pblk));
 	if (rc != 0)
 		goto stop;
@@ -664,7 +666,7 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 		rc = lineage_has(&ln, src) ? -EINVAL : -ENOTEMPTY;
 		goto out;
 	}
-	if ((rc = r == 0 ? lock_two(fs, src, &sp, dst, &tp, dst < src) : lock_ino(fs, src, &sp)) != 0)
+	if ((rc = r == 0 ? lock_two(&h, src, &sp, dst, &tp, dst < src) : lock_ino(fs, src, &sp)) != 0)
 		goto out;
 	sdir = S_ISDIR(LE16(sp.di->i_mode));
 	if (sdir && !same && r != 0 && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) {
@@ -706,10 +708,10 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	journal_dirty(&h, op.b);
 	journal_dirty(&h, npp->b);
 out:
-	unlock_ino(fs, &tp);
-	unlock_ino(fs, &sp);
-	unlock_ino(fs, &np);
-	unlock_ino(fs, &op);
+	unlock_ino(&h, &tp);
+	unlock_ino(&h, &sp);
+	unlock_ino(&h, &np);
+	unlock_ino(&h, &op);
 stop:
 	journal_stop(&h, rc != 0);
 	free(lo.blk);
@@ -718,3 +720,7 @@ stop:
 		orphan_unexpect(fs, doomed);
 	fuse_reply_err(req, -rc);
 }
+
+/* RENAME: one move between directories at a time across the cluster (the
+ * directories' blocks are under their META locks). */
+const struct fsd_lock_ops rename_lock_ops = { .letter = 'R' };

@@ -47,11 +47,12 @@ orphan_dir_get(struct fsd *fs, int slot, struct fsd_inode **op, struct fsd_buf *
 	return rc;
 }
 
+/* Inside the handle that changed it: h keeps its lock. */
 static void
-orphan_dir_put(struct fsd *fs, struct fsd_inode *op, struct fsd_buf *ob)
+orphan_dir_put(struct fsd_handle *h, struct fsd_inode *op, struct fsd_buf *ob)
 {
-	inode_unlock_block(fs, op, LKM_EX, ob);
-	inode_put(fs, op);
+	inode_unlock_block_in(h, op, ob);
+	inode_put(h->fs, op);
 }
 
 int
@@ -81,7 +82,7 @@ orphan_add(struct fsd_handle *h, struct fsd_buf *ib)
 	journal_dirty(h, ib);
 	journal_dirty(h, ob);
 out:
-	orphan_dir_put(fs, op, ob);
+	orphan_dir_put(h, op, ob);
 	return rc;
 }
 
@@ -154,9 +155,9 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 		}
 		if (rc == 0)
 			rc = inode_wipe(&h, ib);
-		inode_unlock_block(fs, ip, LKM_EX, ib);
+		inode_unlock_block_in(&h, ip, ib);
 	}
-	orphan_dir_put(fs, op, ob);
+	orphan_dir_put(&h, op, ob);
 	journal_stop(&h, rc != 0);
 	if (rc == 0) {
 		log_debug("inode %llu deleted", (unsigned long long)blkno);

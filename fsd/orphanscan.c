@@ -143,3 +143,9 @@ glue_orphan_scan_stop(struct fsd_glue *g)
 	pthread_join(g->os_thread, NULL);
 	g->os_running = 0;
 }
+
+/* ORPHAN_SCAN: its holders keep the scan count in the value block. */
+const struct fsd_lock_ops orphan_scan_lock_ops = {
+	.letter		= 'P',
+	.flags		= LOCK_TYPE_USES_LVB,
+};

@@ -565,3 +565,6 @@ plock_flush(struct fsd *fs, uint64_t blkno, uint64_t owner)
 	if (fs->plocks != NULL)
 		release(fs->plocks, blkno, owner, 0, PLOCK_EOF);
 }
+
+/* PLOCK: the inode's POSIX lock mutex, a letter the kernel's dlmglue does not use. */
+const struct fsd_lock_ops plock_lock_ops = { .letter = 'X' };

@@ -378,6 +378,9 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	int rc;
 
 	memset(fs, 0, sizeof(*fs));
+	/* the block cache checks what dir.c and extent.c own with their checks */
+	dir_register_checks(fs);
+	extent_register_checks(fs);
 	fs->slot = -1;
 	fs->opts = *o;
 	fs->readonly = o->readonly;
@@ -582,3 +585,17 @@ super_abandon(struct fsd *fs)
 	pthread_mutex_destroy(&fs->wipe_mtx);
 	pthread_cond_destroy(&fs->wipe_cv);
 }
+
+/* The slot map, written in place under EX (no journal): forget our copy. */
+static void
+super_refresh(struct fsd *fs, struct fsd_lockres *lr)
+{
+	block_forget_owner(fs, lr->owner);
+}
+
+/* SUPER: mount, unmount and recovery take turns on the slot map. */
+const struct fsd_lock_ops super_lock_ops = {
+	.letter		= 'S',
+	.flags		= LOCK_TYPE_REQUIRES_REFRESH,
+	.refresh	= super_refresh,
+};

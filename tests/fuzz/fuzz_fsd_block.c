@@ -26,6 +26,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	fs.vol.fd = -1;
 	fs.vol.path = "fuzz";
 	fs.nblocks = VOLUME_BLOCKS;
+	dir_register_checks(&fs);
+	extent_register_checks(&fs);
 	pthread_mutex_init(&fs.err_mtx, NULL);
 	if (posix_memalign((void **)&block, 4096, 4096) != 0)
 		fatalx("out of memory");

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fsd/fsd.h"
+#include <ocfs2-kernel/ocfs2_lockid.h>
 
 /* A 4K/4K volume of 1000 clusters with fs generation 0x1234. */
 static struct fsd fs;
@@ -26,6 +27,8 @@ setup(void)
 	fs.clusters = 1000;
 	fs.nblocks = 1000;
 	fs.fs_generation = 0x1234;
+	dir_register_checks(&fs);
+	extent_register_checks(&fs);
 	pthread_mutex_init(&fs.err_mtx, NULL);
 	memset(blk, 0, sizeof(blk));
 }
@@ -44,6 +47,29 @@ Test(fsd_meta, lock_names_follow_ocfs2_lockid)
 	lockres_name(name, sizeof(name), FSD_LOCK_SUPER, 2, 0);
 	cr_assert_str_eq(name, "S000000000000000000000200000000");
 	cr_assert_eq(strlen(name), 31);
+}
+
+/* Each lock type's table names it with the kernel's letter (POSIX locks: ours). */
+Test(fsd_meta, lock_types_use_the_kernels_letters)
+{
+	static const struct { enum fsd_lock_type t; int kernel; } types[] = {
+		{ FSD_LOCK_META, OCFS2_LOCK_TYPE_META },
+		{ FSD_LOCK_RW, OCFS2_LOCK_TYPE_RW },
+		{ FSD_LOCK_OPEN, OCFS2_LOCK_TYPE_OPEN },
+		{ FSD_LOCK_SUPER, OCFS2_LOCK_TYPE_SUPER },
+		{ FSD_LOCK_RENAME, OCFS2_LOCK_TYPE_RENAME },
+		{ FSD_LOCK_ORPHAN_SCAN, OCFS2_LOCK_TYPE_ORPHAN_SCAN },
+		{ FSD_LOCK_FLOCK, OCFS2_LOCK_TYPE_FLOCK },
+	};
+	char name[FSD_LOCK_NAME_LEN];
+	unsigned i;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		lockres_name(name, sizeof(name), types[i].t, 7, 0);
+		cr_assert_eq(name[0], ocfs2_lock_type_char(types[i].kernel), "type %u", i);
+	}
+	lockres_name(name, sizeof(name), FSD_LOCK_PLOCK, 7, 0);
+	cr_assert_eq(name[0], 'X');
 }
 
 Test(fsd_meta, features)
@@ -108,6 +134,22 @@ Test(fsd_meta, dir_blocks_must_tile)
 	/* a free entry may be as short as its rec_len allows */
 	put_dirent(blk, 32, 0, "", 4096 - 32);
 	cr_assert_eq(dir_block_check(blk, 4096, why, sizeof(why)), 0, "%s", why);
+}
+
+/* The cache checks a directory block with what dir.c registered, and refuses it without. */
+Test(fsd_meta, dir_blocks_need_the_registered_check)
+{
+	char why[128];
+
+	put_dirent(blk, 0, 5, ".", 16);
+	put_dirent(blk, 16, 5, "..", 4096 - 16);
+	cr_assert_eq(block_validate(&fs, BLK_DIR, 400, blk, why, sizeof(why)), 0, "%s", why);
+	put_dirent(blk, 16, 5, "..", 8);
+	cr_assert_eq(block_validate(&fs, BLK_DIR, 400, blk, why, sizeof(why)), -1);
+	put_dirent(blk, 16, 5, "..", 4096 - 16);
+	fs.check_dir_entries = NULL;
+	cr_assert_eq(block_validate(&fs, BLK_DIR, 400, blk, why, sizeof(why)), -1);
+	cr_assert(strstr(why, "registered") != NULL, "%s", why);
 }
 
 static struct ocfs2_dinode *

@@ -1,0 +1,43 @@
+/*
+ * The lock layer's own view of a lock resource, shared by lockres.c (the
+ * table of resources and their idle list), dlmglue.c (requests to dlmd
+ * and the downconvert) and lvb.c (what META's value block says).
+ */
+#ifndef FSD_LOCKRES_H
+#define FSD_LOCKRES_H
+
+#include <pthread.h>
+
+#include "fsd.h"
+
+/* lr->flags, under the state mutex */
+#define LR_BUSY		0x01	/* a request to dlmd is in flight */
+#define LR_BLOCKED	0x02	/* another node waits for us to come down */
+#define LR_QUEUED	0x04	/* on the downconvert queue */
+#define LR_REFRESH	0x08	/* granted from NL: cached state is stale */
+#define LR_REFRESHING	0x10
+#define LR_CANCEL	0x20	/* our in-flight upconvert is being cancelled */
+#define LR_UNSURE	0x40	/* granted afresh with no valid value block: a dead
+				   node may have held it at EX */
+#define LR_IDLE		0x80	/* on the idle list */
+#define LR_DROPPING	0x100	/* out of the table, its lock going: no more queueing */
+#define LR_LVB_FRESH	0x200	/* META granted from NL with the value block its last
+				   EX holder left (in lvb); no EX here since */
+#define LR_INTR		0x400	/* lockres_interrupt(): an LKF_INTR wait gives up */
+#define LR_FLUSHING	0x800	/* on the flush queue or flushing (flush_loop) */
+#define LR_FLUSHED	0x1000	/* flushed: the downconvert goes on */
+
+/*
+ * The mutex over every lock resource's state: the glue's, or one for the
+ * whole process without a cluster.
+ */
+pthread_mutex_t *lockres_mutex(struct fsd *fs);
+/* A resource outside the table, not referenced (lockres_private). */
+struct fsd_lockres *lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
+	    uint32_t generation, uint64_t owner);
+/* Nobody refers to lr nor holds it: free it, or keep it idle (state mutex held). */
+void	 lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr);
+/* The oldest idle resource, out of the table and the idle list (glue->mtx held). */
+struct fsd_lockres *lockres_take_idle(struct fsd *fs);
+
+#endif
