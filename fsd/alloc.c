@@ -457,8 +457,21 @@ tl_flush(struct fsd *fs)
 	 */
 	if ((rc = journal_checkpoint(fs)) != 0)
 		return rc;
-	if ((rc = journal_start(fs, &h)) != 0)
+	/*
+	 * The global bitmap's lock before the handle, as the kernel's
+	 * __ocfs2_flush_truncate_log: after a node's death that lock waits
+	 * for its recovery, and recovery needs a handle of its own, which
+	 * would wait for ours.
+	 */
+	if (fs->gb_lock != NULL && (rc = lockres_lock(fs, fs->gb_lock, LKM_EX)) != 0)
 		return rc;
+	if ((rc = journal_start(fs, &h)) != 0) {
+		if (fs->gb_lock != NULL)
+			lockres_unlock(fs, fs->gb_lock, LKM_EX);
+		return rc;
+	}
+	if (fs->gb_lock != NULL)
+		handle_hold(&h, fs->gb_lock);
 	rc = tl_drain(&h, fs->slot, free_clusters);
 	stop = journal_stop(&h, rc != 0);
 	return rc ? rc : stop;
