@@ -246,13 +246,21 @@ group_bit_block(struct fsd *fs, uint64_t gblkno, const struct ocfs2_group_desc *
 	return -EIO;
 }
 
-/* A group of a suballocator, its extent list checked when it has one. */
+/*
+ * A group of a suballocator of bpc bits per cluster. A discontiguous
+ * one's extent list must be flat, start with the descriptor's run, have
+ * each run follow the one before in the group and inside the volume,
+ * and cover bg_bits exactly: then every bit maps to one block.
+ */
 static int
-subgroup_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, struct fsd_buf **bp)
+subgroup_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, unsigned bpc, struct fsd_buf **bp)
 {
 	const struct ocfs2_group_desc *gd;
 	const struct ocfs2_extent_list *el;
-	int rc;
+	const struct ocfs2_extent_rec *r;
+	unsigned i, cshift = fs->cbits - fs->bbits;
+	uint32_t cpos = 0;
+	int rc, bad;
 
 	if ((rc = group_read(fs, blkno, alloc, bp)) != 0)
 		return rc;
@@ -260,11 +268,19 @@ subgroup_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, struct fsd_buf **b
 	if (!group_is_discontig(gd))
 		return 0;
 	el = &gd->bg_list;
-	if (!(fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG) ||
+	bad = !(fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG) ||
 	    LE16(el->l_tree_depth) != 0 ||
 	    LE16(el->l_count) > ocfs2_extent_recs_per_gd(fs->vol.block_bytes) ||
 	    LE16(el->l_next_free_rec) > LE16(el->l_count) ||
-	    LE64(el->l_recs[0].e_blkno) != blkno || LE32(el->l_recs[0].e_cpos) != 0) {
+	    LE64(el->l_recs[0].e_blkno) != blkno;
+	for (i = 0; !bad && i < LE16(el->l_next_free_rec); i++) {
+		r = &el->l_recs[i];
+		bad = LE32(r->e_cpos) != cpos || LE16(r->e_leaf_clusters) == 0 ||
+		    (LE64(r->e_blkno) & ((1u << cshift) - 1)) != 0 ||
+		    (LE64(r->e_blkno) >> cshift) + LE16(r->e_leaf_clusters) > fs->clusters;
+		cpos += LE16(r->e_leaf_clusters);
+	}
+	if (bad || cpos * bpc != LE16(gd->bg_bits)) {
 		fsd_corrupt(fs, blkno, "discontiguous group with an impossible extent list");
 		block_put(fs, *bp);
 		return -EIO;
@@ -274,8 +290,8 @@ subgroup_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, struct fsd_buf **b
 
 /* Clusters [start, start+clusters) become the group's next bits. */
 static void
-group_add_extent(struct ocfs2_group_desc *gd, unsigned bpc, unsigned bbits_per_cbits,
-    uint32_t start, unsigned clusters, unsigned block_bytes)
+group_add_extent(struct ocfs2_group_desc *gd, unsigned bpc, unsigned cshift, uint32_t start,
+    unsigned clusters, unsigned block_bytes)
 {
 	struct ocfs2_extent_list *el = &gd->bg_list;
 	struct ocfs2_extent_rec *r;
@@ -285,7 +301,7 @@ group_add_extent(struct ocfs2_group_desc *gd, unsigned bpc, unsigned bbits_per_c
 	r = &el->l_recs[LE16(el->l_next_free_rec)];
 	r->e_cpos = htole32(LE16(gd->bg_bits) / bpc);
 	r->e_leaf_clusters = htole16(clusters);
-	r->e_blkno = htole64((uint64_t)start << bbits_per_cbits);
+	r->e_blkno = htole64((uint64_t)start << cshift);
 	gd->bg_bits = htole16(LE16(gd->bg_bits) + clusters * bpc);
 	el->l_next_free_rec = htole16(LE16(el->l_next_free_rec) + 1);
 }
@@ -472,7 +488,7 @@ suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *
 			if (LE32(cl->cl_recs[i].c_free) == 0)
 				continue;
 			for (g = LE64(cl->cl_recs[i].c_blkno); g != 0; ) {
-				if ((rc = subgroup_read(fs, g, alloc, &gb)) != 0)
+				if ((rc = subgroup_read(fs, g, alloc, LE16(cl->cl_bpc), &gb)) != 0)
 					goto out;
 				gd = (const struct ocfs2_group_desc *)gb->data;
 				if (LE16(gd->bg_free_bits_count) > 0 &&
@@ -507,12 +523,14 @@ int
 suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_t bit)
 {
 	struct fsd_buf *ab, *gb;
+	unsigned bpc;
 	int rc;
 
 	if ((rc = handle_lock_sysinode(h, alloc)) != 0 ||
 	    (rc = block_read(h->fs, alloc, BLK_INODE, &ab)) != 0)
 		return rc;
-	if ((rc = subgroup_read(h->fs, group, alloc, &gb)) == 0) {
+	bpc = LE16(((const struct ocfs2_dinode *)ab->data)->id2.i_chain.cl_bpc);
+	if ((rc = subgroup_read(h->fs, group, alloc, bpc, &gb)) == 0) {
 		rc = group_change(h, ab, gb, bit, 1, 0);
 		block_put(h->fs, gb);
 	}

@@ -306,10 +306,12 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	static uint16_t bit[4096];
 	const struct ocfs2_group_desc *gd;
 	const struct ocfs2_extent_rec *r;
+	struct ocfs2_extent_rec *rec;
 	struct fsd fs;
 	struct fsd_handle h;
 	struct fsd_buf *gb;
 	uint64_t alloc, newgroup = 0;
+	__le32 saved;
 	unsigned nkept, n, k, i, inside;
 	char err[256];
 	int rc;
@@ -352,13 +354,36 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	block_put(&fs, gb);
 	check_chains(&fs, alloc);
 	check_chains(&fs, fs.global_bitmap);
-	for (k = 0; k < n; k++) {
+	for (k = 0; k + 1 < n; k++) {
 		cr_assert_eq(journal_start(&fs, &h), 0);
 		cr_assert_eq(suballoc_free(&h, alloc, grp[k], bit[k]), 0);
 		cr_assert_eq(journal_stop(&h, 0), 0);
 	}
 	check_chains(&fs, alloc);
 	unfragment_global_bitmap(&fs, kept, nkept);
+
+	/*
+	 * A run out of its place in bg_list (changed in the cache only): the
+	 * group is refused as corrupt, its last bit stays allocated.
+	 */
+	cr_assert_eq(block_read(&fs, newgroup, BLK_GROUP, &gb), 0);
+	rec = &((struct ocfs2_group_desc *)gb->data)->bg_list.l_recs[1];
+	saved = rec->e_cpos;
+	rec->e_cpos = htole32(le32toh(saved) + 1);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), -EIO);
+	cr_assert_eq(journal_stop(&h, 1), 0);
+	cr_assert_eq(fs.errors, 1);
+	rec->e_cpos = saved;
+	block_put(&fs, gb);
+	super_unmount(&fs);
+
+	/* mounted again (the disk was never wrong), the last bit goes back */
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	check_chains(&fs, alloc);
 	super_unmount(&fs);
 	cr_assert(fsck_clean());
 }
