@@ -59,7 +59,7 @@ group_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, struct fsd_buf **bp)
  */
 static int
 find_run(const struct ocfs2_group_desc *gd, unsigned from, unsigned min, unsigned want,
-    unsigned *start, unsigned *len)
+    unsigned *start, unsigned *len, unsigned *longest)
 {
 	unsigned bits = LE16(gd->bg_bits), b, n;
 
@@ -73,6 +73,8 @@ find_run(const struct ocfs2_group_desc *gd, unsigned from, unsigned min, unsigne
 			*len = n;
 			return 0;
 		}
+		if (longest != NULL && n > *longest)
+			*longest = n;
 		b += n;
 	}
 	return -1;
@@ -135,11 +137,17 @@ cluster_group_blkno(struct fsd *fs, unsigned cpg, unsigned i)
 	return i == 0 ? fs->first_cluster_group : ((uint64_t)i * cpg) << (fs->cbits - fs->bbits);
 }
 
-int
-alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
-    uint32_t *startp, unsigned *got)
+/*
+ * alloc_clusters, and on ENOSPC in *longest (when not NULL) a bound no
+ * free run is longer than, so that a caller ready to take less knows
+ * what is worth asking for.
+ */
+static int
+claim_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
+    uint32_t *startp, unsigned *got, unsigned *longest)
 {
 	struct fsd *fs = h->fs;
+	const struct ocfs2_group_desc *gd;
 	struct fsd_buf *ab, *gb;
 	unsigned cpg, ngroups, g, k, from, start, len;
 	int rc;
@@ -157,9 +165,13 @@ alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 		from = k == 0 ? goal % cpg : 0;
 		if ((rc = group_read(fs, cluster_group_blkno(fs, cpg, g), fs->global_bitmap, &gb)) != 0)
 			goto out;
-		if (LE16(((const struct ocfs2_group_desc *)gb->data)->bg_free_bits_count) >= min &&
-		    find_run((const struct ocfs2_group_desc *)gb->data, from, min, want,
-		    &start, &len) == 0) {
+		gd = (const struct ocfs2_group_desc *)gb->data;
+		/* a group not searched has no run longer than its free bits */
+		if (LE16(gd->bg_free_bits_count) < min && longest != NULL &&
+		    LE16(gd->bg_free_bits_count) > *longest)
+			*longest = LE16(gd->bg_free_bits_count);
+		if (LE16(gd->bg_free_bits_count) >= min &&
+		    find_run(gd, from, min, want, &start, &len, longest) == 0) {
 			rc = group_change(h, ab, gb, start, len, 1);
 			block_put(fs, gb);
 			if (rc == 0) {
@@ -174,6 +186,13 @@ alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 out:
 	block_put(fs, ab);
 	return rc;
+}
+
+int
+alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
+    uint32_t *startp, unsigned *got)
+{
+	return claim_clusters(h, goal, min, want, startp, got, NULL);
 }
 
 int
@@ -308,17 +327,24 @@ group_add_extent(struct ocfs2_group_desc *gd, unsigned bpc, unsigned cshift, uin
 
 /*
  * As ocfs2_block_group_claim_bits: a run of at least min clusters (up to
- * want), halving min each time none is free, down to one cluster.
+ * want), halving min each time none is free, down to one cluster. The
+ * halvings a failed search shows to be hopeless are skipped: one search
+ * of a big volume reads every group.
  */
 static int
 claim_region(struct fsd_handle *h, unsigned min, unsigned want, uint32_t *start, unsigned *got)
 {
-	int rc = -ENOSPC;
+	unsigned longest;
+	int rc;
 
-	for (; min > 0; min >>= 1)
-		if ((rc = alloc_clusters(h, 0, min, want, start, got)) != -ENOSPC)
-			break;
-	return rc;
+	for (;;) {
+		longest = 0;
+		rc = claim_clusters(h, 0, min, want, start, got, &longest);
+		if (rc != -ENOSPC || min <= 1 || longest == 0)
+			return rc;
+		for (min >>= 1; min > longest; min >>= 1)
+			;
+	}
 }
 
 /* A new descriptor at blkno for a group of ab's chain, formatted with no bits yet. */
@@ -492,7 +518,7 @@ suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *
 					goto out;
 				gd = (const struct ocfs2_group_desc *)gb->data;
 				if (LE16(gd->bg_free_bits_count) > 0 &&
-				    find_run(gd, 1, 1, 1, &start, &len) == 0) {
+				    find_run(gd, 1, 1, 1, &start, &len, NULL) == 0) {
 					/* one block per bit, found through bg_list if discontiguous */
 					rc = group_bit_block(fs, gb->blkno, gd, LE16(cl->cl_bpc), start,
 					    blkno);
