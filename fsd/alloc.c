@@ -59,7 +59,7 @@ group_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, struct fsd_buf **bp)
  */
 static int
 find_run(const struct ocfs2_group_desc *gd, unsigned from, unsigned min, unsigned want,
-    unsigned *start, unsigned *len)
+    unsigned *start, unsigned *len, unsigned *longest)
 {
 	unsigned bits = LE16(gd->bg_bits), b, n;
 
@@ -73,6 +73,8 @@ find_run(const struct ocfs2_group_desc *gd, unsigned from, unsigned min, unsigne
 			*len = n;
 			return 0;
 		}
+		if (longest != NULL && n > *longest)
+			*longest = n;
 		b += n;
 	}
 	return -1;
@@ -135,11 +137,17 @@ cluster_group_blkno(struct fsd *fs, unsigned cpg, unsigned i)
 	return i == 0 ? fs->first_cluster_group : ((uint64_t)i * cpg) << (fs->cbits - fs->bbits);
 }
 
-int
-alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
-    uint32_t *startp, unsigned *got)
+/*
+ * alloc_clusters, and on ENOSPC in *longest (when not NULL) a bound no
+ * free run is longer than, so that a caller ready to take less knows
+ * what is worth asking for.
+ */
+static int
+claim_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
+    uint32_t *startp, unsigned *got, unsigned *longest)
 {
 	struct fsd *fs = h->fs;
+	const struct ocfs2_group_desc *gd;
 	struct fsd_buf *ab, *gb;
 	unsigned cpg, ngroups, g, k, from, start, len;
 	int rc;
@@ -157,9 +165,13 @@ alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 		from = k == 0 ? goal % cpg : 0;
 		if ((rc = group_read(fs, cluster_group_blkno(fs, cpg, g), fs->global_bitmap, &gb)) != 0)
 			goto out;
-		if (LE16(((const struct ocfs2_group_desc *)gb->data)->bg_free_bits_count) >= min &&
-		    find_run((const struct ocfs2_group_desc *)gb->data, from, min, want,
-		    &start, &len) == 0) {
+		gd = (const struct ocfs2_group_desc *)gb->data;
+		/* a group not searched has no run longer than its free bits */
+		if (LE16(gd->bg_free_bits_count) < min && longest != NULL &&
+		    LE16(gd->bg_free_bits_count) > *longest)
+			*longest = LE16(gd->bg_free_bits_count);
+		if (LE16(gd->bg_free_bits_count) >= min &&
+		    find_run(gd, from, min, want, &start, &len, longest) == 0) {
 			rc = group_change(h, ab, gb, start, len, 1);
 			block_put(fs, gb);
 			if (rc == 0) {
@@ -174,6 +186,13 @@ alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 out:
 	block_put(fs, ab);
 	return rc;
+}
+
+int
+alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
+    uint32_t *startp, unsigned *got)
+{
+	return claim_clusters(h, goal, min, want, startp, got, NULL);
 }
 
 int
@@ -211,9 +230,203 @@ free_clusters(struct fsd_handle *h, uint32_t start, unsigned count)
 /* ---- suballocators ------------------------------------------------------ */
 
 /*
+ * A group made of several extents (doc/discontig-bg.md): its bitmap stops
+ * where bg_list starts, and bg_list has records.
+ */
+static int
+group_is_discontig(const struct ocfs2_group_desc *gd)
+{
+	return offsetof(struct ocfs2_group_desc, bg_bitmap) + LE16(gd->bg_size) ==
+	    offsetof(struct ocfs2_group_desc, bg_list) && LE16(gd->bg_list.l_next_free_rec) != 0;
+}
+
+/* The block that bit stands for in a suballocator group of bpc bits per cluster. */
+static int
+group_bit_block(struct fsd *fs, uint64_t gblkno, const struct ocfs2_group_desc *gd, unsigned bpc,
+    unsigned bit, uint64_t *blkno)
+{
+	const struct ocfs2_extent_rec *r;
+	unsigned i, first, n;
+
+	if (!group_is_discontig(gd)) {
+		*blkno = gblkno + bit;
+		return 0;
+	}
+	for (i = 0; i < LE16(gd->bg_list.l_next_free_rec); i++) {
+		r = &gd->bg_list.l_recs[i];
+		first = LE32(r->e_cpos) * bpc;
+		n = LE16(r->e_leaf_clusters) * bpc;
+		if (bit >= first && bit < first + n) {
+			*blkno = LE64(r->e_blkno) + (bit - first);
+			return 0;
+		}
+	}
+	fsd_corrupt(fs, gblkno, "no extent of the discontiguous group holds the bit");
+	return -EIO;
+}
+
+/*
+ * A group of a suballocator of bpc bits per cluster. A discontiguous
+ * one's extent list must be flat, start with the descriptor's run, have
+ * each run follow the one before in the group and inside the volume,
+ * and cover bg_bits exactly: then every bit maps to one block.
+ */
+static int
+subgroup_read(struct fsd *fs, uint64_t blkno, uint64_t alloc, unsigned bpc, struct fsd_buf **bp)
+{
+	const struct ocfs2_group_desc *gd;
+	const struct ocfs2_extent_list *el;
+	const struct ocfs2_extent_rec *r;
+	unsigned i, cshift = fs->cbits - fs->bbits;
+	uint32_t cpos = 0;
+	int rc, bad;
+
+	if ((rc = group_read(fs, blkno, alloc, bp)) != 0)
+		return rc;
+	gd = (const struct ocfs2_group_desc *)(*bp)->data;
+	if (!group_is_discontig(gd))
+		return 0;
+	el = &gd->bg_list;
+	bad = !(fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG) ||
+	    LE16(el->l_tree_depth) != 0 ||
+	    LE16(el->l_count) > ocfs2_extent_recs_per_gd(fs->vol.block_bytes) ||
+	    LE16(el->l_next_free_rec) > LE16(el->l_count) ||
+	    LE64(el->l_recs[0].e_blkno) != blkno;
+	for (i = 0; !bad && i < LE16(el->l_next_free_rec); i++) {
+		r = &el->l_recs[i];
+		bad = LE32(r->e_cpos) != cpos || LE16(r->e_leaf_clusters) == 0 ||
+		    (LE64(r->e_blkno) & ((1u << cshift) - 1)) != 0 ||
+		    (LE64(r->e_blkno) >> cshift) + LE16(r->e_leaf_clusters) > fs->clusters;
+		cpos += LE16(r->e_leaf_clusters);
+	}
+	if (bad || cpos * bpc != LE16(gd->bg_bits)) {
+		fsd_corrupt(fs, blkno, "discontiguous group with an impossible extent list");
+		block_put(fs, *bp);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Clusters [start, start+clusters) become the group's next bits. */
+static void
+group_add_extent(struct ocfs2_group_desc *gd, unsigned bpc, unsigned cshift, uint32_t start,
+    unsigned clusters, unsigned block_bytes)
+{
+	struct ocfs2_extent_list *el = &gd->bg_list;
+	struct ocfs2_extent_rec *r;
+
+	if (LE16(el->l_next_free_rec) == 0)
+		el->l_count = htole16(ocfs2_extent_recs_per_gd(block_bytes));
+	r = &el->l_recs[LE16(el->l_next_free_rec)];
+	r->e_cpos = htole32(LE16(gd->bg_bits) / bpc);
+	r->e_leaf_clusters = htole16(clusters);
+	r->e_blkno = htole64((uint64_t)start << cshift);
+	gd->bg_bits = htole16(LE16(gd->bg_bits) + clusters * bpc);
+	el->l_next_free_rec = htole16(LE16(el->l_next_free_rec) + 1);
+}
+
+/*
+ * As ocfs2_block_group_claim_bits: a run of at least min clusters (up to
+ * want), halving min each time none is free, down to one cluster. The
+ * halvings a failed search shows to be hopeless are skipped: one search
+ * of a big volume reads every group.
+ */
+static int
+claim_region(struct fsd_handle *h, unsigned min, unsigned want, uint32_t *start, unsigned *got)
+{
+	unsigned longest;
+	int rc;
+
+	for (;;) {
+		longest = 0;
+		rc = claim_clusters(h, 0, min, want, start, got, &longest);
+		if (rc != -ENOSPC || min <= 1 || longest == 0)
+			return rc;
+		for (min >>= 1; min > longest; min >>= 1)
+			;
+	}
+}
+
+/* A new descriptor at blkno for a group of ab's chain, formatted with no bits yet. */
+static int
+group_format(struct fsd_handle *h, struct fsd_buf *ab, uint64_t blkno, unsigned chain,
+    struct fsd_buf **bp)
+{
+	struct fsd *fs = h->fs;
+	const struct ocfs2_chain_list *cl = &((const struct ocfs2_dinode *)ab->data)->id2.i_chain;
+	struct ocfs2_group_desc *gd;
+	int rc;
+
+	if ((rc = block_new_owned(fs, blkno, BLK_GROUP, ab->blkno, bp)) != 0)
+		return rc;
+	if ((rc = journal_access(h, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
+	gd = (struct ocfs2_group_desc *)(*bp)->data;
+	memcpy(gd->bg_signature, OCFS2_GROUP_DESC_SIGNATURE, sizeof(OCFS2_GROUP_DESC_SIGNATURE));
+	gd->bg_size = htole16(ocfs2_group_bitmap_size(fs->vol.block_bytes, 1, fs->vol.incompat));
+	gd->bg_chain = htole16(chain);
+	gd->bg_generation = htole32(fs->fs_generation);
+	gd->bg_next_group = cl->cl_recs[chain].c_blkno;
+	gd->bg_parent_dinode = htole64(ab->blkno);
+	gd->bg_blkno = htole64(blkno);
+	return 0;
+}
+
+/*
+ * The discontiguous group (as ocfs2_block_group_alloc_discontig): a first
+ * run of at least half a group, or less as none is free, holds the
+ * descriptor; more runs, each at least as long as the one before when
+ * possible, until the group has cl_cpg clusters or its extent list is
+ * full (then ENOSPC, the runs given back).
+ */
+static int
+group_new_discontig(struct fsd_handle *h, struct fsd_buf *ab, unsigned chain, struct fsd_buf **bp)
+{
+	struct fsd *fs = h->fs;
+	const struct ocfs2_chain_list *cl = &((const struct ocfs2_dinode *)ab->data)->id2.i_chain;
+	unsigned cpg = LE16(cl->cl_cpg), bpc = LE16(cl->cl_bpc), min = cpg / 2, got, needed, i;
+	struct ocfs2_group_desc *gd;
+	const struct ocfs2_extent_rec *r;
+	uint32_t start;
+	int rc, frc;
+
+	if ((rc = claim_region(h, min, cpg, &start, &got)) != 0)
+		return rc;
+	if ((rc = group_format(h, ab, (uint64_t)start << (fs->cbits - fs->bbits), chain, bp)) != 0) {
+		frc = free_clusters(h, start, got);
+		return frc != 0 ? frc : rc;
+	}
+	gd = (struct ocfs2_group_desc *)(*bp)->data;
+	group_add_extent(gd, bpc, fs->cbits - fs->bbits, start, got, fs->vol.block_bytes);
+	for (min = got; (needed = cpg - LE16(gd->bg_bits) / bpc) > 0; min = got) {
+		if (LE16(gd->bg_list.l_next_free_rec) >= LE16(gd->bg_list.l_count)) {
+			rc = -ENOSPC;
+			break;
+		}
+		if ((rc = claim_region(h, min < needed ? min : needed, needed, &start, &got)) != 0)
+			break;
+		group_add_extent(gd, bpc, fs->cbits - fs->bbits, start, got, fs->vol.block_bytes);
+	}
+	if (rc == 0)
+		return 0;
+	for (i = 0; i < LE16(gd->bg_list.l_next_free_rec); i++) {
+		r = &gd->bg_list.l_recs[i];
+		frc = free_clusters(h, (uint32_t)(LE64(r->e_blkno) >> (fs->cbits - fs->bbits)),
+		    LE16(r->e_leaf_clusters));
+		if (frc != 0 && rc == -ENOSPC)
+			rc = frc;
+	}
+	block_put(fs, *bp);
+	return rc;
+}
+
+/*
  * Add a group of cl_cpg clusters to a suballocator (doc/ondisk.md, Growing
- * a suballocator), linked at the
- * head of a chain: the next unused chain record, else the smallest chain.
+ * a suballocator), linked at the head of a chain: the next unused chain
+ * record, else the smallest chain. One contiguous run when the global
+ * bitmap has one, else, with discontig-bg, a group of several runs.
  */
 static int
 suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
@@ -225,16 +438,13 @@ suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
 	struct fsd_buf *gb;
 	unsigned cpg = LE16(cl->cl_cpg), bpc = LE16(cl->cl_bpc), bits, chain, i, got;
 	uint32_t start;
-	uint64_t blkno;
 	int rc;
 
 	bits = cpg * bpc;
-	if (bits == 0 || bits > 8u * (fs->vol.block_bytes - offsetof(struct ocfs2_group_desc, bg_bitmap))) {
+	if (bits == 0 || bits > 8u * ocfs2_group_bitmap_size(fs->vol.block_bytes, 1, fs->vol.incompat)) {
 		fsd_corrupt(fs, ab->blkno, "suballocator geometry is impossible");
 		return -EIO;
 	}
-	if ((rc = alloc_clusters(h, 0, cpg, cpg, &start, &got)) != 0)
-		return rc;
 	if (LE16(cl->cl_next_free_rec) < LE16(cl->cl_count))
 		chain = LE16(cl->cl_next_free_rec);
 	else {
@@ -242,27 +452,27 @@ suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
 			if (LE32(cl->cl_recs[i].c_total) < LE32(cl->cl_recs[chain].c_total))
 				chain = i;
 	}
-	blkno = (uint64_t)start << (fs->cbits - fs->bbits);
-	if ((rc = block_new_owned(fs, blkno, BLK_GROUP, ab->blkno, &gb)) != 0)
+	rc = alloc_clusters(h, 0, cpg, cpg, &start, &got);
+	if (rc == 0) {
+		if ((rc = group_format(h, ab, (uint64_t)start << (fs->cbits - fs->bbits), chain,
+		    &gb)) != 0)
+			return rc;
+		((struct ocfs2_group_desc *)gb->data)->bg_bits = htole16(bits);
+	} else if (rc == -ENOSPC && (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG)) {
+		if ((rc = group_new_discontig(h, ab, chain, &gb)) != 0)
+			return rc;
+	} else
 		return rc;
-	if ((rc = journal_access(h, gb)) != 0 || (rc = journal_access(h, ab)) != 0) {
+	if ((rc = journal_access(h, ab)) != 0) {
 		block_put(fs, gb);
 		return rc;
 	}
 	gd = (struct ocfs2_group_desc *)gb->data;
-	memcpy(gd->bg_signature, OCFS2_GROUP_DESC_SIGNATURE, sizeof(OCFS2_GROUP_DESC_SIGNATURE));
-	gd->bg_size = htole16(ocfs2_group_bitmap_size(fs->vol.block_bytes, 1, fs->vol.incompat));
-	gd->bg_bits = htole16(bits);
-	gd->bg_free_bits_count = htole16(bits - 1);
-	gd->bg_chain = htole16(chain);
-	gd->bg_generation = htole32(fs->fs_generation);
-	gd->bg_next_group = cl->cl_recs[chain].c_blkno;
-	gd->bg_parent_dinode = htole64(ab->blkno);
-	gd->bg_blkno = htole64(blkno);
 	bit_set(gd->bg_bitmap, 0, 1);	/* the descriptor itself */
+	gd->bg_free_bits_count = htole16(bits - 1);
 	if (chain == LE16(cl->cl_next_free_rec))
 		cl->cl_next_free_rec = htole16(chain + 1);
-	cl->cl_recs[chain].c_blkno = htole64(blkno);
+	cl->cl_recs[chain].c_blkno = gd->bg_blkno;
 	cl->cl_recs[chain].c_total = htole32(LE32(cl->cl_recs[chain].c_total) + bits);
 	cl->cl_recs[chain].c_free = htole32(LE32(cl->cl_recs[chain].c_free) + bits - 1);
 	adi->id1.bitmap1.i_total = htole32(LE32(adi->id1.bitmap1.i_total) + bits);
@@ -271,9 +481,10 @@ suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
 	adi->i_size = htole64((uint64_t)LE32(adi->i_clusters) << fs->cbits);
 	journal_dirty(h, gb);
 	journal_dirty(h, ab);
+	log_debug("suballocator %llu: new %s group at block %llu, chain %u",
+	    (unsigned long long)ab->blkno, group_is_discontig(gd) ? "discontiguous" : "contiguous",
+	    (unsigned long long)LE64(gd->bg_blkno), chain);
 	block_put(fs, gb);
-	log_debug("suballocator %llu: new group at block %llu, chain %u",
-	    (unsigned long long)ab->blkno, (unsigned long long)blkno, chain);
 	return 0;
 }
 
@@ -283,6 +494,7 @@ suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *
 {
 	struct fsd *fs = h->fs;
 	const struct ocfs2_chain_list *cl;
+	const struct ocfs2_group_desc *gd;
 	struct fsd_buf *ab, *gb;
 	unsigned i, start, len, tries;
 	uint64_t g;
@@ -302,21 +514,24 @@ suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *
 			if (LE32(cl->cl_recs[i].c_free) == 0)
 				continue;
 			for (g = LE64(cl->cl_recs[i].c_blkno); g != 0; ) {
-				if ((rc = group_read(fs, g, alloc, &gb)) != 0)
+				if ((rc = subgroup_read(fs, g, alloc, LE16(cl->cl_bpc), &gb)) != 0)
 					goto out;
-				if (LE16(((const struct ocfs2_group_desc *)gb->data)->bg_free_bits_count) > 0 &&
-				    find_run((const struct ocfs2_group_desc *)gb->data, 1, 1, 1,
-				    &start, &len) == 0) {
-					rc = group_change(h, ab, gb, start, 1, 1);
+				gd = (const struct ocfs2_group_desc *)gb->data;
+				if (LE16(gd->bg_free_bits_count) > 0 &&
+				    find_run(gd, 1, 1, 1, &start, &len, NULL) == 0) {
+					/* one block per bit, found through bg_list if discontiguous */
+					rc = group_bit_block(fs, gb->blkno, gd, LE16(cl->cl_bpc), start,
+					    blkno);
+					if (rc == 0)
+						rc = group_change(h, ab, gb, start, 1, 1);
 					if (rc == 0) {
 						*group = gb->blkno;
-						*blkno = gb->blkno + start;	/* one block per bit */
 						*bitp = (uint16_t)start;
 					}
 					block_put(fs, gb);
 					goto out;
 				}
-				g = LE64(((const struct ocfs2_group_desc *)gb->data)->bg_next_group);
+				g = LE64(gd->bg_next_group);
 				block_put(fs, gb);
 			}
 		}
@@ -334,12 +549,14 @@ int
 suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_t bit)
 {
 	struct fsd_buf *ab, *gb;
+	unsigned bpc;
 	int rc;
 
 	if ((rc = handle_lock_sysinode(h, alloc)) != 0 ||
 	    (rc = block_read(h->fs, alloc, BLK_INODE, &ab)) != 0)
 		return rc;
-	if ((rc = group_read(h->fs, group, alloc, &gb)) == 0) {
+	bpc = LE16(((const struct ocfs2_dinode *)ab->data)->id2.i_chain.cl_bpc);
+	if ((rc = subgroup_read(h->fs, group, alloc, bpc, &gb)) == 0) {
 		rc = group_change(h, ab, gb, bit, 1, 0);
 		block_put(h->fs, gb);
 	}

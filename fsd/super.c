@@ -47,14 +47,16 @@ static const struct feature_name {
 /*
  * What fsd implements. The max-compat feature level plus what a
  * clustered mkfs adds (extended-slotmap, clusterinfo), what a local
- * volume carries (local), and sparse files with unwritten extents
- * (doc/sparse-unwritten.md). Other default-level features are refused.
+ * volume carries (local), sparse files with unwritten extents
+ * (doc/sparse-unwritten.md) and discontiguous suballocator groups
+ * (doc/discontig-bg.md). Other default-level features are refused.
  */
 #define FSD_COMPAT_SUPP		(OCFS2_FEATURE_COMPAT_BACKUP_SB | OCFS2_FEATURE_COMPAT_JBD2_SB)
 #define FSD_INCOMPAT_SUPP	(OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT | \
 				 OCFS2_FEATURE_INCOMPAT_EXTENDED_SLOT_MAP | \
 				 OCFS2_FEATURE_INCOMPAT_CLUSTERINFO | \
-				 OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC)
+				 OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC | \
+				 OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG)
 #define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
 
 static void

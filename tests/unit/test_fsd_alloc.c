@@ -2,8 +2,9 @@
  * Allocators and extent trees on a real volume made by mkfs.ocfs2 with
  * 512-byte blocks (19 records in an inode, 28 per extent block): a file
  * of one-cluster extents grown to a depth-3 tree and cut back, every
- * cluster mapped where it was put, suballocators grown, counts that add
- * up, and fsck.ocfs2 -fn clean at the end.
+ * cluster mapped where it was put, suballocators grown (in one run, or
+ * with discontig-bg in several when the global bitmap is fragmented),
+ * counts that add up, and fsck.ocfs2 -fn clean at the end.
  */
 #include <criterion/criterion.h>
 
@@ -228,6 +229,199 @@ Test(fsd_alloc, name_index_follows_changes_and_aborts, .init = make_volume,
 	}
 	block_put(&fs, rb);
 	inode_put(&fs, root);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+/*
+ * Take the whole global bitmap in runs of at most run clusters, then give
+ * every other run back: the free space is all in holes of at most run
+ * clusters. The runs kept are in kept[0..*nkept).
+ */
+static void
+fragment_global_bitmap(struct fsd *fs, unsigned run, uint32_t *kept, unsigned *nkept)
+{
+	struct fsd_handle h;
+	unsigned got, n = 0, i;
+	int rc;
+
+	cr_assert_eq(journal_start(fs, &h), 0);
+	while ((rc = alloc_clusters(&h, 0, 1, run, &kept[2 * n], &got)) == 0)
+		kept[2 * n++ + 1] = got;
+	cr_assert_eq(rc, -ENOSPC);
+	for (i = 1; i < n; i += 2)
+		cr_assert_eq(free_clusters(&h, kept[2 * i], kept[2 * i + 1]), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	for (i = 0; 2 * i < n; i++) {
+		kept[2 * i] = kept[4 * i];
+		kept[2 * i + 1] = kept[4 * i + 1];
+	}
+	*nkept = i;
+}
+
+static void
+unfragment_global_bitmap(struct fsd *fs, const uint32_t *kept, unsigned nkept)
+{
+	struct fsd_handle h;
+	unsigned i;
+
+	cr_assert_eq(journal_start(fs, &h), 0);
+	for (i = 0; i < nkept; i++)
+		cr_assert_eq(free_clusters(&h, kept[2 * i], kept[2 * i + 1]), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+}
+
+static uint32_t
+free_bits(struct fsd *fs, uint64_t alloc)
+{
+	const struct ocfs2_dinode *di;
+	struct fsd_buf *b;
+	uint32_t n;
+
+	cr_assert_eq(block_read(fs, alloc, BLK_INODE, &b), 0);
+	di = (const struct ocfs2_dinode *)b->data;
+	n = le32toh(di->id1.bitmap1.i_total) - le32toh(di->id1.bitmap1.i_used);
+	block_put(fs, b);
+	return n;
+}
+
+static void
+make_discontig_volume(void)
+{
+	make_volume_of("128M", 512, "--fs-features=discontig-bg");
+}
+
+/*
+ * 512-byte blocks: extent_alloc groups of 256 clusters, 11 extents at most
+ * in a group's bg_list. With holes of 32 clusters the allocator grows a
+ * group of 8 extents, and every block it hands out lies in one of them.
+ */
+Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
+	enum { MORE = 100 };
+	static uint32_t kept[2 * 16384];
+	static uint64_t blk[4096], grp[4096];
+	static uint16_t bit[4096];
+	const struct ocfs2_group_desc *gd;
+	const struct ocfs2_extent_rec *r;
+	struct ocfs2_extent_rec *rec;
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_buf *gb;
+	uint64_t alloc, newgroup = 0;
+	__le32 saved;
+	unsigned nkept, n, k, i, inside;
+	char err[256];
+	int rc;
+
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
+	alloc = fs.slots[0].extent_alloc;
+	fragment_global_bitmap(&fs, 32, kept, &nkept);
+	n = free_bits(&fs, alloc) + MORE;
+	cr_assert_lt(n, 4096);
+	for (k = 0; k < n; k++) {
+		cr_assert_eq(journal_start(&fs, &h), 0);
+		rc = suballoc_claim(&h, alloc, &blk[k], &grp[k], &bit[k]);
+		cr_assert_eq(rc, 0, "block %u: %d", k, rc);
+		cr_assert_eq(journal_stop(&h, 0), 0);
+	}
+	newgroup = grp[n - 1];
+	cr_assert_eq(block_read(&fs, newgroup, BLK_GROUP, &gb), 0);
+	gd = (const struct ocfs2_group_desc *)gb->data;
+	cr_assert_eq(le16toh(gd->bg_size), 256, "bg_size leaves room for bg_list");
+	cr_assert_eq(le16toh(gd->bg_list.l_next_free_rec), 8, "eight runs of 32 clusters");
+	cr_assert_eq(le16toh(gd->bg_list.l_count), ocfs2_extent_recs_per_gd(512));
+	cr_assert_eq(le16toh(gd->bg_bits), 2048);
+	cr_assert_eq(le64toh(gd->bg_list.l_recs[0].e_blkno), newgroup, "the descriptor first");
+	for (k = 0; k < n; k++) {
+		if (grp[k] != newgroup)
+			continue;
+		for (i = 0, inside = 0; i < le16toh(gd->bg_list.l_next_free_rec); i++) {
+			r = &gd->bg_list.l_recs[i];
+			if (bit[k] >= le32toh(r->e_cpos) * 8 &&
+			    bit[k] < (le32toh(r->e_cpos) + le16toh(r->e_leaf_clusters)) * 8) {
+				cr_assert_eq(blk[k], le64toh(r->e_blkno) +
+				    (bit[k] - le32toh(r->e_cpos) * 8), "bit %u", bit[k]);
+				inside = 1;
+			}
+		}
+		cr_assert(inside, "bit %u of the new group is in no extent", bit[k]);
+		for (i = 0; i < k; i++)
+			cr_assert_neq(blk[i], blk[k], "block handed out twice");
+	}
+	block_put(&fs, gb);
+	check_chains(&fs, alloc);
+	check_chains(&fs, fs.global_bitmap);
+	for (k = 0; k + 1 < n; k++) {
+		cr_assert_eq(journal_start(&fs, &h), 0);
+		cr_assert_eq(suballoc_free(&h, alloc, grp[k], bit[k]), 0);
+		cr_assert_eq(journal_stop(&h, 0), 0);
+	}
+	check_chains(&fs, alloc);
+	unfragment_global_bitmap(&fs, kept, nkept);
+
+	/*
+	 * A run out of its place in bg_list (changed in the cache only): the
+	 * group is refused as corrupt, its last bit stays allocated.
+	 */
+	cr_assert_eq(block_read(&fs, newgroup, BLK_GROUP, &gb), 0);
+	rec = &((struct ocfs2_group_desc *)gb->data)->bg_list.l_recs[1];
+	saved = rec->e_cpos;
+	rec->e_cpos = htole32(le32toh(saved) + 1);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), -EIO);
+	cr_assert_eq(journal_stop(&h, 1), 0);
+	cr_assert_eq(fs.errors, 1);
+	rec->e_cpos = saved;
+	block_put(&fs, gb);
+	super_unmount(&fs);
+
+	/* mounted again (the disk was never wrong), the last bit goes back */
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	check_chains(&fs, alloc);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+/*
+ * With holes of 16 clusters a group would need 16 extents, more than
+ * bg_list holds: ENOSPC, and the runs it took are back in the global
+ * bitmap.
+ */
+Test(fsd_alloc, discontiguous_group_too_fragmented_is_enospc, .init = make_discontig_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
+	static uint32_t kept[2 * 16384];
+	struct fsd fs;
+	struct fsd_handle h;
+	uint64_t alloc, blk, grp;
+	uint32_t global_free;
+	uint16_t bit;
+	unsigned nkept, n, k;
+	char err[256];
+	int rc;
+
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
+	alloc = fs.slots[0].extent_alloc;
+	fragment_global_bitmap(&fs, 16, kept, &nkept);
+	global_free = free_bits(&fs, fs.global_bitmap);
+	n = free_bits(&fs, alloc);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	for (k = 0; k < n; k++)
+		cr_assert_eq(suballoc_claim(&h, alloc, &blk, &grp, &bit), 0);
+	rc = suballoc_claim(&h, alloc, &blk, &grp, &bit);
+	cr_assert_eq(rc, -ENOSPC);
+	cr_assert_eq(free_bits(&fs, fs.global_bitmap), global_free, "every run given back");
+	cr_assert_eq(journal_stop(&h, 1), 0);
+	check_chains(&fs, alloc);
+	check_chains(&fs, fs.global_bitmap);
+	unfragment_global_bitmap(&fs, kept, nkept);
 	super_unmount(&fs);
 	cr_assert(fsck_clean());
 }
