@@ -48,9 +48,13 @@ inline_write(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const void 
 {
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
 
-	/* a gap between the size and off already holds zeros */
+	uint64_t size = LE64(di->i_size);
+
+	/* a gap after the size reads as zeros (they should be there already) */
+	if (off > size)
+		memset(di->id2.i_data.id_data + size, 0, off - size);
 	memcpy(di->id2.i_data.id_data + off, data, len);
-	if (off + len > LE64(di->i_size))
+	if (off + len > size)
 		di->i_size = htole64(off + len);
 	journal_dirty(h, ib);
 }

@@ -159,6 +159,13 @@ expect_error "rmdir of a non-empty inline directory" "not empty" rmdir "$MNT/gon
 rm "$MNT/gone/x"
 check "rmdir of an emptied inline directory" rmdir "$MNT/gone"
 rm "$MNT/f100"
+# unlinked while open: the inode goes through the (inline) orphan directory
+rand "$MD/op" 200
+cp "$MD/op" "$MNT/op"
+exec 7<"$MNT/op"
+rm "$MNT/op"
+check "an unlinked inline file is still read through its descriptor" cmp /dev/fd/7 "$MD/op"
+exec 7<&-
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "empty file: no inline data (no write made it so)" 0x0 "$(dyn "$IMG" /f0)"
