@@ -292,7 +292,8 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 			return rc;
 		di = (struct ocfs2_dinode *)ib->data;
 		if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off != FILE_APPEND &&
-		    off + len <= LE64(di->i_size) && (!fs->sparse || sparse_range_written(fs, di, off, len))) {
+		    off + len <= LE64(di->i_size) &&
+		    (!fs->sparse || sparse_range_written(fs, di, off, len))) {
 			rc = write_data(fs, di, LE64(di->i_size), off, data, len);
 			inode_unlock_block(fs, ip, LKM_EX, ib);
 			return rc;

@@ -765,7 +765,11 @@ void	 inline_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint64_t newsize
  * (written before the handle commits), the flag goes. ib accessed in h.
  */
 int	 inline_file_to_extents(struct fsd_handle *h, struct fsd_buf *ib);
-/* The same in a handle of its own, under the inode's META lock EX (fallocate). */
+/*
+ * The same in a handle of its own, under the inode's META lock EX, if
+ * the file is inline (fallocate, under the RW lock EX: nothing makes the
+ * file inline meanwhile).
+ */
 int	 inline_convert(struct fsd *fs, struct fsd_inode *ip);
 
 /* sparse.c: file space on sparse volumes */

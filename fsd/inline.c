@@ -116,8 +116,15 @@ inline_convert(struct fsd *fs, struct fsd_inode *ip)
 {
 	struct fsd_handle h;
 	struct fsd_buf *ib;
-	int rc;
+	int rc, is_inline;
 
+	/* most files are not: a look under PR spares them a handle and an EX lock */
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
+		return rc;
+	is_inline = inline_has((const struct ocfs2_dinode *)ib->data);
+	inode_unlock_block(fs, ip, LKM_PR, ib);
+	if (!is_inline)
+		return 0;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
 	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
