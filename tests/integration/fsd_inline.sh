@@ -184,6 +184,10 @@ check_eq "the fast symlink: no inline data" 0x0 "$(dyn "$IMG" /sl)"
 check_eq "a new directory: inline" 0x1 "$(dyn "$IMG" /small)"
 check_eq "a directory of 150 entries: blocks" 0x0 "$(dyn "$IMG" /big)"
 check_eq "lost+found: still inline" 0x1 "$(dyn "$IMG" /lost+found)"
+check "debugfs.ocfs2 reads an inline file as written" \
+    cmp <(debugfs.ocfs2 -R "cat /f$CAP" "$IMG" 2>/dev/null) "$MD/f$CAP"
+check_eq "debugfs.ocfs2 lists an inline directory" ". .. b c seven sub" \
+    "$(debugfs.ocfs2 -R "ls /small" "$IMG" 2>/dev/null | awk '{print $NF}' | LC_ALL=C sort | xargs)"
 run_check "remount" fsd_mount "$IMG" "$MNT"
 check "after the remount, every file as written" \
     same f0 f1 f$CAP f$((CAP + 1)) app tr tu td ot ot2 mm gap
