@@ -1,10 +1,11 @@
 /*
  * Directories (doc/ondisk.md, Directories): blocks of variable-length
  * entries that tile each block exactly, or one inline area inside the
- * inode. An entry's position (byte offset in the directory) is its
- * readdir cookie: resuming walks the block from its start to the first
- * entry at or after the cookie, so offsets stay valid while entries come
- * and go.
+ * inode that moves to a block when full (doc/inline-data.md). An entry's
+ * position (byte offset in the directory) is its readdir cookie: resuming
+ * walks the block from its start to the first entry at or after the
+ * cookie, so offsets stay valid while entries come and go, and across an
+ * expansion, which keeps every entry at its offset.
  */
 #include <errno.h>
 #include <stdio.h>

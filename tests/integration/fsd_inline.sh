@@ -8,7 +8,7 @@
 # 3897 bytes, inline or not as the kernel makes them (debugfs.ocfs2 stat),
 # read back byte for byte after a remount; appends across the boundary;
 # truncate down and up inside the inline area and across it; O_TRUNC; a
-# write through mmap; a fast symlink stays one; directories: the root and
+# write through mmap; symlinks are never inline data; directories: the root and
 # lost+found mkfs made inline take entries, a new directory starts inline,
 # one with many entries expands to blocks, renames in and out of inline
 # directories (a directory's ".." too), rmdir, unlink. Then the same on a
@@ -140,6 +140,8 @@ check "... read back" same mm
 pwrite "$MNT/gap" 1000 50
 check "a write past the end of an inline file reads zeros before it" same gap
 ln -s target-of-a-fast-symlink "$MNT/sl"
+LONGT=$(printf 'x%.0s' $(seq 1 4000))
+ln -s "$LONGT" "$MNT/slow"
 # directories: the root and lost+found are inline (mkfs), a new one starts inline
 mkdir "$MNT/small" "$MNT/big" "$MNT/sub"
 for n in a b c; do rand "$MD/small-$n" 10; cp "$MD/small-$n" "$MNT/small/$n"; done
@@ -181,6 +183,8 @@ check_eq "a converted file stays converted" 0x0 "$(dyn "$IMG" /td)"
 check_eq "O_TRUNC rewrite: inline" 0x1 "$(dyn "$IMG" /ot)"
 check_eq "mmap'd file: inline" 0x1 "$(dyn "$IMG" /mm)"
 check_eq "the fast symlink: no inline data" 0x0 "$(dyn "$IMG" /sl)"
+check_eq "a slow symlink: a cluster, not inline data" "0x0 1" \
+    "$(dyn "$IMG" /slow) $(clusters "$IMG" /slow)"
 check_eq "a new directory: inline" 0x1 "$(dyn "$IMG" /small)"
 check_eq "a directory of 150 entries: blocks" 0x0 "$(dyn "$IMG" /big)"
 check_eq "lost+found: still inline" 0x1 "$(dyn "$IMG" /lost+found)"
@@ -193,6 +197,7 @@ check "after the remount, every file as written" \
     same f0 f1 f$CAP f$((CAP + 1)) app tr tu td ot ot2 mm gap
 check "... in its directory" cmp "$MNT/small/b" "$MD/small-b"
 check_eq "the symlink" target-of-a-fast-symlink "$(readlink "$MNT/sl")"
+check_eq "the slow symlink" "$LONGT" "$(readlink "$MNT/slow")"
 check_eq "the expanded directory" 150 "$(ls "$MNT/big" | wc -l)"
 # the root outgrows its inline area
 for n in $(seq 1 120); do : >"$MNT/root-entry-number-$n"; done
