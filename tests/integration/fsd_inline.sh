@@ -6,17 +6,19 @@
 #
 # One node (4K blocks: 3896 bytes inline): files of 0, 1, 100, 3896 and
 # 3897 bytes, inline or not as the kernel makes them (debugfs.ocfs2 stat),
-# read back byte for byte after a remount; appends across the boundary;
-# truncate down and up inside the inline area and across it; O_TRUNC; a
-# write through mmap; symlinks are never inline data; directories: the root and
-# lost+found mkfs made inline take entries, a new directory starts inline,
-# one with many entries expands to blocks, renames in and out of inline
-# directories (a directory's ".." too), rmdir, unlink. Then the same on a
-# sparse,unwritten,inline-data volume with holes, fallocate and SEEK_DATA
-# on inline files; then 512-byte blocks, where an expanded directory's
-# first block cannot take a long name. Two nodes: what one writes and
-# creates inline, the other reads and lists, and the reverse across the
-# conversions. fsck.ocfs2 -fn clean after each part.
+# read back byte for byte after a remount and by debugfs.ocfs2; appends
+# across the boundary; truncate down and up inside the inline area and
+# across it; O_TRUNC; a write through mmap; an unlinked open file;
+# symlinks are never inline data; directories: the root and lost+found
+# mkfs made inline take entries, a new directory starts inline, one with
+# many entries expands to blocks, renames in and out of inline directories
+# (a directory's ".." too), rmdir. fsd killed in the middle of such work:
+# fsync'ed files intact after the replay. A sparse,unwritten,inline-data
+# volume: holes, fallocate and SEEK_HOLE on inline files. 512-byte blocks,
+# where an expanded directory's first block cannot take a long name. Two
+# nodes: what one writes and creates inline, the other reads and lists,
+# and the reverse across the conversions. fsck.ocfs2 -fn clean after each
+# part.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -207,6 +209,54 @@ rm -r "$MNT/small" "$MNT/big"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "the root: blocks now" 0x0 "$(dyn "$IMG" /)"
+
+echo "-- fsd killed while files and directories go inline and out"
+IMG=$D/inlinecrash.img
+LIST=$D/synced.list
+: >"$LIST"
+check "mkfs" garbage_img "$IMG" 96M -M local --fs-feature-level=max-compat \
+    --fs-features=inline-data -b 4096 -C 4096
+# fsync'ed files (inline, or converted by the append) are listed once
+# fsync returned; directories fill past their inline area meanwhile.
+crash_workload() {
+	local round=$1 i=0 f k
+	while :; do
+		i=$((i + 1))
+		f=r$round-f$i
+		head -c $((RANDOM % CAP + 1)) /dev/urandom >"$D/a"
+		head -c $((RANDOM % 3000 + 1)) /dev/urandom >"$D/b"
+		cp "$D/a" "$MNT/$f" && cat "$D/b" >>"$MNT/$f" && sync "$MNT/$f" || return
+		printf '%s %s\n' "$f" "$(cat "$D/a" "$D/b" | md5sum)" >>"$LIST"
+		mkdir "$MNT/$f.d" || return
+		for ((k = 0; k < i % 4 * 40; k++)); do : >"$MNT/$f.d/name-of-some-length-$k" || return; done
+		truncate -s $((RANDOM % 8000)) "$MNT/$f" || return
+		cat "$D/a" "$D/b" >"$MNT/$f" && sync "$MNT/$f" || return
+	done
+}
+crash_verify() {
+	local f sum bad=0
+	while read -r f sum; do
+		[[ "$(md5sum <"$MNT/$f" 2>&1)" == "$sum" ]] || { echo "lost or damaged: $f"; bad=1; }
+	done <"$LIST"
+	return $bad
+}
+for round in 1 2 3; do
+	run_check "round $round: mount (replaying what the last kill left)" fsd_mount "$IMG" "$MNT" \
+	    -o commit=1
+	check "round $round: every fsync'ed file intact" crash_verify
+	crash_workload "$round" >/dev/null 2>&1 &
+	WL=$!
+	sleep "0.$((RANDOM % 5 + 4))"
+	kill -9 "$FSD_PID"
+	wait "$FSD_PID" 2>/dev/null
+	wait "$WL" 2>/dev/null
+	umount -l "$MNT" 2>/dev/null
+done
+run_check "mount after the last kill" fsd_mount "$IMG" "$MNT"
+check "every fsync'ed file intact ($(wc -l <"$LIST") files)" crash_verify
+check "some files were fsync'ed" test "$(wc -l <"$LIST")" -ge 3
+run_check "clean unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
 
 echo "-- one node, sparse,unwritten,inline-data"
 IMG=$D/inlinesparse.img
