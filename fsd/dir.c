@@ -1,10 +1,11 @@
 /*
  * Directories (doc/ondisk.md, Directories): blocks of variable-length
  * entries that tile each block exactly, or one inline area inside the
- * inode. An entry's position (byte offset in the directory) is its
- * readdir cookie: resuming walks the block from its start to the first
- * entry at or after the cookie, so offsets stay valid while entries come
- * and go.
+ * inode that moves to a block when full (doc/inline-data.md). An entry's
+ * position (byte offset in the directory) is its readdir cookie: resuming
+ * walks the block from its start to the first entry at or after the
+ * cookie, so offsets stay valid while entries come and go, and across an
+ * expansion, which keeps every entry at its offset.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -310,16 +311,15 @@ struct find_arg {
 	unsigned	 off, prev;	/* entry found and the one before it (or ~0) */
 };
 
+/* Look for fa's name among the entries tiling p[0, len): 1 when found. */
 static int
-find_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
+find_in(struct find_arg *fa, const uint8_t *p, unsigned len)
 {
-	struct find_arg *fa = arg;
 	const struct ocfs2_dir_entry *de;
 	unsigned off = 0, prev = ~0u;
 
-	(void)lblk;
-	while (off < fa->bs) {
-		de = (const struct ocfs2_dir_entry *)(b->data + off);
+	while (off < len) {
+		de = (const struct ocfs2_dir_entry *)(p + off);
 		if (de->inode != 0 && de->name_len == fa->len &&
 		    memcmp(de->name, fa->name, fa->len) == 0) {
 			fa->off = off;
@@ -330,6 +330,15 @@ find_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
 		off += LE16(de->rec_len);
 	}
 	return 0;
+}
+
+static int
+find_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
+{
+	struct find_arg *fa = arg;
+
+	(void)lblk;
+	return find_in(fa, b->data, fa->bs);
 }
 
 /* Find name's block: straight from the index when it knows, else by a scan. */
@@ -348,27 +357,70 @@ find_entry(struct fsd *fs, const struct ocfs2_dinode *di, struct find_arg *fa, s
 	return for_each_block(fs, di, 0, find_cb, fa, bp);
 }
 
-int
-dir_remove(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name, size_t len)
+/* Drop the entry fa found in p: fold it into the entry before, as the kernel does. */
+static void
+drop_entry(uint8_t *p, const struct find_arg *fa)
 {
+	struct ocfs2_dir_entry *de = (struct ocfs2_dir_entry *)(p + fa->off), *pde;
+
+	if (fa->prev != ~0u) {
+		pde = (struct ocfs2_dir_entry *)(p + fa->prev);
+		pde->rec_len = htole16(LE16(pde->rec_len) + LE16(de->rec_len));
+	} else
+		de->inode = 0;
+}
+
+static void
+retarget_entry(uint8_t *p, const struct find_arg *fa, uint64_t ino, uint8_t type)
+{
+	struct ocfs2_dir_entry *de = (struct ocfs2_dir_entry *)(p + fa->off);
+
+	de->inode = htole64(ino);
+	de->file_type = type;
+}
+
+/*
+ * An inline directory's entries live in its inode block (locked EX by
+ * the caller): found, dropped or retargeted and journaled there. 1 when
+ * the directory is inline (*rc the result), 0 when it has blocks.
+ */
+static int
+inline_change(struct fsd_handle *h, struct fsd_buf *dib, struct find_arg *fa, int drop,
+    uint64_t ino, uint8_t type, int *rc)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
+
+	if (!inline_has(di))
+		return 0;
+	if (!find_in(fa, di->id2.i_data.id_data, (unsigned)LE64(di->i_size)))
+		*rc = -ENOENT;
+	else if ((*rc = journal_access(h, dib)) == 0) {
+		if (drop)
+			drop_entry(di->id2.i_data.id_data, fa);
+		else
+			retarget_entry(di->id2.i_data.id_data, fa, ino, type);
+		journal_dirty(h, dib);
+	}
+	return 1;
+}
+
+int
+dir_remove(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)dib->data;
 	struct find_arg fa = { name, len, h->fs->vol.block_bytes, 0, 0 };
-	struct ocfs2_dir_entry *de, *pde;
 	struct fsd_buf *b;
 	int r;
 
+	if (inline_change(h, dib, &fa, 1, 0, 0, &r))
+		return r;
 	r = find_entry(h->fs, di, &fa, &b);
 	if (r < 0)
 		return r;
 	if (r == 0)
 		return -ENOENT;
 	if ((r = journal_access(h, b)) == 0) {
-		de = (struct ocfs2_dir_entry *)(b->data + fa.off);
-		if (fa.prev != ~0u) {
-			/* fold it into the entry before, as the kernel does */
-			pde = (struct ocfs2_dir_entry *)(b->data + fa.prev);
-			pde->rec_len = htole16(LE16(pde->rec_len) + LE16(de->rec_len));
-		} else
-			de->inode = 0;
+		drop_entry(b->data, &fa);
 		journal_dirty(h, b);
 		index_update(h, di, name, len, -1);
 	}
@@ -377,23 +429,23 @@ dir_remove(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name
 }
 
 int
-dir_retarget(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name,
+dir_retarget(struct fsd_handle *h, struct fsd_buf *dib, const char *name,
     size_t len, uint64_t ino, uint8_t type)
 {
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)dib->data;
 	struct find_arg fa = { name, len, h->fs->vol.block_bytes, 0, 0 };
-	struct ocfs2_dir_entry *de;
 	struct fsd_buf *b;
 	int r;
 
+	if (inline_change(h, dib, &fa, 0, ino, type, &r))
+		return r;
 	r = find_entry(h->fs, di, &fa, &b);
 	if (r < 0)
 		return r;
 	if (r == 0)
 		return -ENOENT;
 	if ((r = journal_access(h, b)) == 0) {
-		de = (struct ocfs2_dir_entry *)(b->data + fa.off);
-		de->inode = htole64(ino);
-		de->file_type = type;
+		retarget_entry(b->data, &fa, ino, type);
 		journal_dirty(h, b);
 	}
 	block_put(h->fs, b);
@@ -406,26 +458,33 @@ struct space_arg {
 	uint64_t	lblk;
 };
 
-/* An unused entry big enough, or a live one with enough slack to split. */
+/* An unused entry big enough, or a live one with enough slack to split, in p[0, len). */
 static int
-space_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
+space_in(struct space_arg *sa, const uint8_t *p, unsigned len)
 {
-	struct space_arg *sa = arg;
 	const struct ocfs2_dir_entry *de;
 	unsigned off = 0, rec, used;
 
-	while (off < sa->bs) {
-		de = (const struct ocfs2_dir_entry *)(b->data + off);
+	while (off < len) {
+		de = (const struct ocfs2_dir_entry *)(p + off);
 		rec = LE16(de->rec_len);
 		used = de->inode ? OCFS2_DIR_REC_LEN(de->name_len) : 0;
 		if (rec >= used + sa->need) {
 			sa->off = off;
-			sa->lblk = lblk;
 			return 1;
 		}
 		off += rec;
 	}
 	return 0;
+}
+
+static int
+space_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
+{
+	struct space_arg *sa = arg;
+
+	sa->lblk = lblk;
+	return space_in(sa, b->data, sa->bs);
 }
 
 static unsigned
@@ -489,17 +548,79 @@ dir_extend(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 	return 0;
 }
 
+/*
+ * A full inline directory moves to a block, as ocfs2_expand_inline_dir
+ * does: a new cluster, its first block the inline entries with the last
+ * one stretched to the end of the block, i_size one block, id2 an extent
+ * list. No trailer: fsd refuses the features that put one there.
+ */
+static int
+expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
+	unsigned bs = fs->vol.block_bytes, size = (unsigned)LE64(di->i_size), off = 0, rec, got;
+	struct ocfs2_dir_entry *de;
+	struct fsd_buf *b;
+	uint32_t start;
+	uint64_t pblk;
+	int rc;
+
+	if ((rc = journal_access(h, dib)) != 0)
+		return rc;
+	if ((rc = la_claim(h, 0, 1, 1, &start, &got)) != 0)
+		return rc;
+	pblk = (uint64_t)start << (fs->cbits - fs->bbits);
+	if ((rc = block_new_owned(fs, pblk, BLK_DIR, dib->blkno, &b)) != 0)
+		return rc;
+	if ((rc = journal_access(h, b)) != 0) {
+		block_put(fs, b);
+		return rc;
+	}
+	memcpy(b->data, di->id2.i_data.id_data, size);
+	for (;;) {
+		de = (struct ocfs2_dir_entry *)(b->data + off);
+		rec = LE16(de->rec_len);	/* the entries tile size bytes (checked on read) */
+		if (off + rec >= size)
+			break;
+		off += rec;
+	}
+	de->rec_len = htole16(bs - off);
+	journal_dirty(h, b);
+	block_put(fs, b);
+	memset(&di->id2, 0, bs - offsetof(struct ocfs2_dinode, id2));
+	di->id2.i_list.l_count = htole16(ocfs2_extent_recs_per_inode(bs));
+	di->i_dyn_features = htole16(LE16(di->i_dyn_features) & ~OCFS2_INLINE_DATA_FL);
+	if ((rc = extent_append(h, dib, 0, pblk, 1)) != 0)
+		return rc;
+	di->i_size = htole64(bs);
+	journal_dirty(h, dib);
+	return 0;
+}
+
 int
 dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len, uint64_t ino,
     uint8_t type)
 {
-	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)dib->data;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
 	struct space_arg sa = { OCFS2_DIR_REC_LEN(len), h->fs->vol.block_bytes, 0, 0 };
-	uint64_t nblocks = LE64(di->i_size) >> h->fs->bbits;
+	uint64_t nblocks;
 	struct fsd_buf *b;
 	unsigned off;
 	int r = 0;
 
+	if (inline_has(di)) {
+		if (space_in(&sa, di->id2.i_data.id_data, (unsigned)LE64(di->i_size))) {
+			if ((r = journal_access(h, dib)) != 0)
+				return r;
+			put_entry(di->id2.i_data.id_data, sa.off, ino, name, len, type);
+			journal_dirty(h, dib);
+			return 0;
+		}
+		if ((r = expand_inline(h, dib)) != 0)
+			return r;
+	}
+	nblocks = LE64(di->i_size) >> h->fs->bbits;
 	/* The last block first: directories mostly grow at the end. */
 	if (nblocks > 0)
 		r = for_each_block(h->fs, di, nblocks - 1, space_cb, &sa, &b);
@@ -523,29 +644,47 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 	return 0;
 }
 
+/* "." and ".." at the start of p, ".." taking the rest of len. */
+static void
+fill_initial(uint8_t *p, unsigned len, uint64_t self, uint64_t parent)
+{
+	struct ocfs2_dir_entry *de = (struct ocfs2_dir_entry *)p;
+
+	de->inode = htole64(self);
+	de->rec_len = htole16(OCFS2_DIR_REC_LEN(1));
+	de->name_len = 1;
+	de->file_type = OCFS2_FT_DIR;
+	de->name[0] = '.';
+	de = (struct ocfs2_dir_entry *)(p + OCFS2_DIR_REC_LEN(1));
+	de->inode = htole64(parent);
+	de->rec_len = htole16(len - OCFS2_DIR_REC_LEN(1));
+	de->name_len = 2;
+	de->file_type = OCFS2_FT_DIR;
+	memcpy(de->name, "..", 2);
+}
+
 int
 dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
-	struct ocfs2_dir_entry *de;
 	struct fsd_buf *b;
 	int rc;
 
+	if (fs->inline_data) {
+		/* as ocfs2_fill_new_dir_id: i_size is the whole inline area */
+		if ((rc = journal_access(h, dib)) != 0)
+			return rc;
+		inline_start(h, dib);
+		fill_initial(di->id2.i_data.id_data, LE16(di->id2.i_data.id_count),
+		    dib->blkno, parent);
+		di->i_size = htole64(LE16(di->id2.i_data.id_count));
+		journal_dirty(h, dib);
+		return 0;
+	}
 	if ((rc = dir_extend(h, dib, &b)) != 0)
 		return rc;
-	de = (struct ocfs2_dir_entry *)b->data;
-	de->inode = di->i_blkno;
-	de->rec_len = htole16(OCFS2_DIR_REC_LEN(1));
-	de->name_len = 1;
-	de->file_type = OCFS2_FT_DIR;
-	de->name[0] = '.';
-	de = (struct ocfs2_dir_entry *)(b->data + OCFS2_DIR_REC_LEN(1));
-	de->inode = htole64(parent);
-	de->rec_len = htole16(fs->vol.block_bytes - OCFS2_DIR_REC_LEN(1));
-	de->name_len = 2;
-	de->file_type = OCFS2_FT_DIR;
-	memcpy(de->name, "..", 2);
+	fill_initial(b->data, fs->vol.block_bytes, dib->blkno, parent);
 	journal_dirty(h, b);
 	block_put(fs, b);
 	return 0;

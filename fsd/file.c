@@ -239,6 +239,18 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 		return 0;
 	if ((rc = journal_access(h, ib)) != 0)
 		return rc;
+	/* an empty regular file takes a write that fits inline (inline.c) */
+	if (fs->inline_data && S_ISREG(LE16(di->i_mode)) && !inline_has(di) && size == 0 &&
+	    LE32(di->i_clusters) == 0 && end <= inline_capacity(fs))
+		inline_start(h, ib);
+	if (inline_has(di)) {
+		if (end <= LE16(di->id2.i_data.id_count)) {
+			inline_write(h, ib, off, data, len);
+			return 0;
+		}
+		if ((rc = inline_file_to_extents(h, ib)) != 0)
+			return rc;
+	}
 	if (fs->sparse)
 		rc = sparse_prepare_write(h, ib, off, len);
 	else
@@ -279,7 +291,8 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0)
 			return rc;
 		di = (struct ocfs2_dinode *)ib->data;
-		if (S_ISREG(LE16(di->i_mode)) && off != FILE_APPEND && off + len <= LE64(di->i_size) &&
+		if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off != FILE_APPEND &&
+		    off + len <= LE64(di->i_size) &&
 		    (!fs->sparse || sparse_range_written(fs, di, off, len))) {
 			rc = write_data(fs, di, LE64(di->i_size), off, data, len);
 			inode_unlock_block(fs, ip, LKM_EX, ib);
@@ -361,6 +374,13 @@ setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 		size = LE64(di->i_size);
 		if ((rc = journal_access(&h, ib)) != 0)
 			goto out;
+		if (inline_has(di) && newsize <= LE16(di->id2.i_data.id_count)) {
+			inode_now(di, 0, 1, 1);
+			inline_truncate(&h, ib, newsize);
+			goto out;
+		}
+		if (inline_has(di) && (rc = inline_file_to_extents(&h, ib)) != 0)
+			goto out;
 		if (newsize > size) {
 			/* a sparse file grows by a hole: nothing to allocate */
 			if ((!fs->sparse && (rc = file_allocate(&h, ib, newsize)) != 0) ||
@@ -423,7 +443,11 @@ file_free_all(struct fsd *fs, struct fsd_inode *ip)
 			return rc;
 		}
 		/* a fast symlink has no clusters (ocfs2_truncate_for_delete skips it) */
-		if (!fsd_fast_symlink((const struct ocfs2_dinode *)ib->data) &&
+		if (inline_has((const struct ocfs2_dinode *)ib->data)) {
+			/* nothing to free: the bytes go with the inode (ocfs2_truncate_inline) */
+			if ((rc = journal_access(&h, ib)) == 0)
+				inline_truncate(&h, ib, 0);
+		} else if (!fsd_fast_symlink((const struct ocfs2_dinode *)ib->data) &&
 		    (rc = journal_access(&h, ib)) == 0) {
 			rc = extent_truncate(&h, ib, 0);
 			if (rc == -EAGAIN) {
@@ -487,9 +511,11 @@ file_fallocate(struct fsd *fs, struct fsd_inode *ip, int mode, uint64_t off, uin
 
 	if ((rc = inode_rw_lock(fs, ip, LKM_EX)) != 0)
 		return rc;
-	if (fs->sparse)
+	/* space is reserved in clusters: an inline file gets an extent list first */
+	rc = inline_convert(fs, ip);
+	if (rc == 0 && fs->sparse)
 		rc = sparse_fallocate_rw_locked(fs, ip, mode, off, len);
-	else
+	else if (rc == 0)
 		rc = fallocate_rw_locked(fs, ip, off + len, (mode & FALLOC_FL_KEEP_SIZE) != 0);
 	inode_rw_unlock(fs, ip, LKM_EX);
 	return rc;

@@ -43,6 +43,8 @@
  *   orphanscan.c the periodic scan of every slot's orphan directory
  *   data.c       file data reads
  *   file.c       file writes and size changes
+ *   inline.c     inline data: small files kept inside the inode, and their
+ *                conversion to extents when they outgrow it
  *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
  *   ops.c        the FUSE lowlevel table and connection setup
  *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
@@ -236,6 +238,7 @@ struct fsd {
 	uint32_t	 clusters;		/* superblock i_clusters */
 	int		 sparse;		/* files may have holes (sparse feature) */
 	int		 unwritten;		/* extents may be unwritten (needs sparse) */
+	int		 inline_data;		/* small files and dirs inside the inode */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
 	uint64_t	 first_cluster_group;
@@ -626,12 +629,11 @@ void	 dir_register_checks(struct fsd *fs);
 /* Inside a handle, with the directory locked EX (dib: its inode buffer): */
 int	 dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 	    uint64_t ino, uint8_t type);
-int	 dir_remove(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name,
-	    size_t len);
+int	 dir_remove(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len);
 /* Point an existing name at another inode (rename over it, "..") */
-int	 dir_retarget(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *name,
+int	 dir_retarget(struct fsd_handle *h, struct fsd_buf *dib, const char *name,
 	    size_t len, uint64_t ino, uint8_t type);
-/* The first block of a new directory: "." and "..". */
+/* A new directory's "." and "..": inline when the volume has inline data, else a block. */
 int	 dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent);
 /* 1 when only "." and ".." are left, 0 if not, -errno. */
 int	 dir_is_empty(struct fsd *fs, const struct ocfs2_dinode *di);
@@ -824,6 +826,31 @@ int	 file_fallocate(struct fsd *fs, struct fsd_inode *ip, int mode, uint64_t off
  */
 int	 file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t to);
 
+/* inline.c: inline data (doc/inline-data.md) */
+/* What a new inline area holds: the rest of the block after id_data. */
+unsigned inline_capacity(const struct fsd *fs);
+/*
+ * Inside a handle, inode buffer ib accessed in it: make an empty inode
+ * inline (no clusters, size 0), its id2 an empty inline area.
+ */
+void	 inline_start(struct fsd_handle *h, struct fsd_buf *ib);
+/* Write into the inline area (off + len within id_count). */
+void	 inline_write(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const void *data,
+	    size_t len);
+/* The new size of an inline file, within id_count: bytes past it zeroed. */
+void	 inline_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint64_t newsize);
+/*
+ * Give an inline file an extent list: its bytes move to a new cluster
+ * (written before the handle commits), the flag goes. ib accessed in h.
+ */
+int	 inline_file_to_extents(struct fsd_handle *h, struct fsd_buf *ib);
+/*
+ * The same in a handle of its own, under the inode's META lock EX, if
+ * the file is inline (fallocate, under the RW lock EX: nothing makes the
+ * file inline meanwhile).
+ */
+int	 inline_convert(struct fsd *fs, struct fsd_inode *ip);
+
 /* sparse.c: file space on sparse volumes */
 /*
  * Inside the write's handle: allocate the holes among the clusters of
@@ -879,6 +906,13 @@ void	 fsd_abort_connection(struct fsd *);
 #define LE16(x)	le16toh(x)
 #define LE32(x)	le32toh(x)
 #define LE64(x)	le64toh(x)
+
+/* inline.c: does the inode keep its data (or entries) inside itself? */
+static inline int
+inline_has(const struct ocfs2_dinode *di)
+{
+	return (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL) != 0;
+}
 
 /*
  * A fast symlink keeps its target in id2 where other inodes have their

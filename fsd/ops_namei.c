@@ -421,7 +421,7 @@ do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int rmdir)
 		rc = rc ? 0 : -ENOTEMPTY;
 	if (rc != 0)
 		goto out;
-	if ((rc = dir_remove(&h, dp.di, name, strlen(name))) != 0)
+	if ((rc = dir_remove(&h, dp.b, name, strlen(name))) != 0)
 		goto out;
 	if ((rc = drop_link(&h, &dp, &ip, &doomed)) != 0)
 		goto out;
@@ -573,19 +573,19 @@ exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
 		rc = -EMLINK;
 		goto out;
 	}
-	if ((rc = dir_retarget(h, op->di, name, strlen(name), dst,
+	if ((rc = dir_retarget(h, op->b, name, strlen(name), dst,
 	    fsd_ft_of(LE16(tp.di->i_mode)))) != 0 ||
-	    (rc = dir_retarget(h, npp->di, newname, strlen(newname), src,
+	    (rc = dir_retarget(h, npp->b, newname, strlen(newname), src,
 	    fsd_ft_of(LE16(sp.di->i_mode)))) != 0)
 		goto out;
 	if ((rc = journal_access(h, sp.b)) != 0 || (rc = journal_access(h, tp.b)) != 0 ||
 	    (rc = journal_access(h, op->b)) != 0 || (rc = journal_access(h, npp->b)) != 0)
 		goto out;
 	if (!same) {
-		if (sdir && (rc = dir_retarget(h, sp.di, "..", 2, npp->b->blkno,
+		if (sdir && (rc = dir_retarget(h, sp.b, "..", 2, npp->b->blkno,
 		    OCFS2_FT_DIR)) != 0)
 			goto out;
-		if (tdir && (rc = dir_retarget(h, tp.di, "..", 2, op->b->blkno,
+		if (tdir && (rc = dir_retarget(h, tp.b, "..", 2, op->b->blkno,
 		    OCFS2_FT_DIR)) != 0)
 			goto out;
 		links_add(op->di, tdir - sdir);
@@ -683,20 +683,20 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 		if (rc != 0)
 			goto out;
 		/* the new name now names src; the old target loses a link */
-		if ((rc = dir_retarget(&h, npp->di, newname, strlen(newname), src,
+		if ((rc = dir_retarget(&h, npp->b, newname, strlen(newname), src,
 		    fsd_ft_of(LE16(sp.di->i_mode)))) != 0 || (rc = drop_link(&h, npp, &tp, &doomed)) != 0)
 			goto out;
 	} else if ((rc = dir_add(&h, npp->b, newname, strlen(newname), src,
 	    fsd_ft_of(LE16(sp.di->i_mode)))) != 0)
 		goto out;
-	if ((rc = dir_remove(&h, op.di, name, strlen(name))) != 0)
+	if ((rc = dir_remove(&h, op.b, name, strlen(name))) != 0)
 		goto out;
 	if ((rc = journal_access(&h, sp.b)) != 0 || (rc = journal_access(&h, op.b)) != 0 ||
 	    (rc = journal_access(&h, npp->b)) != 0)
 		goto out;
 	if (sdir && !same) {
 		/* its ".." moves from the old parent to the new one */
-		if ((rc = dir_retarget(&h, sp.di, "..", 2, npp->b->blkno, OCFS2_FT_DIR)) != 0)
+		if ((rc = dir_retarget(&h, sp.b, "..", 2, npp->b->blkno, OCFS2_FT_DIR)) != 0)
 			goto out;
 		links_add(op.di, -1);
 		links_add(npp->di, 1);

@@ -146,7 +146,7 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 	}
 	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) == 0) {
 		snprintf(name, sizeof(name), "%016" PRIx64, blkno);
-		rc = dir_remove(&h, (const struct ocfs2_dinode *)ob->data, name, 16);
+		rc = dir_remove(&h, ob, name, 16);
 		if (rc == 0 && isdir && (rc = journal_access(&h, ob)) == 0) {
 			struct ocfs2_dinode *odi = (struct ocfs2_dinode *)ob->data;
 

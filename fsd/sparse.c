@@ -363,7 +363,7 @@ file_seek(struct fsd *fs, struct fsd_inode *ip, uint64_t off, int whence, uint64
 	struct fsd_extent ex;
 	struct fsd_buf *ib;
 	uint64_t size, lblk, at;
-	int rc, data, found = 0;
+	int rc, data, holes, found = 0;
 
 	if (whence != SEEK_DATA && whence != SEEK_HOLE)
 		return -EINVAL;
@@ -375,8 +375,10 @@ file_seek(struct fsd *fs, struct fsd_inode *ip, uint64_t off, int whence, uint64
 		rc = -ENXIO;
 		goto out;
 	}
+	/* an inline file is all data, as a non-sparse one */
+	holes = fs->sparse && !inline_has(di);
 	/* as ocfs2_seek_data_hole_offset: an unwritten extent is a hole */
-	for (lblk = off >> fs->bbits, at = off; fs->sparse && (lblk << fs->bbits) < size;
+	for (lblk = off >> fs->bbits, at = off; holes && (lblk << fs->bbits) < size;
 	    lblk += ex.nblocks) {
 		if ((rc = extent_map(fs, ib->blkno, &di->id2.i_list, lblk, &ex)) != 0)
 			goto out;
@@ -391,7 +393,7 @@ file_seek(struct fsd *fs, struct fsd_inode *ip, uint64_t off, int whence, uint64
 			break;
 		}
 	}
-	if (!fs->sparse)
+	if (!holes)
 		found = whence == SEEK_DATA;	/* all data, and a hole at the end */
 	if (whence == SEEK_DATA)
 		rc = found && at < size ? 0 : -ENXIO;

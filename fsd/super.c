@@ -48,15 +48,17 @@ static const struct feature_name {
  * What fsd implements. The max-compat feature level plus what a
  * clustered mkfs adds (extended-slotmap, clusterinfo), what a local
  * volume carries (local), sparse files with unwritten extents
- * (doc/sparse-unwritten.md) and discontiguous suballocator groups
- * (doc/discontig-bg.md). Other default-level features are refused.
+ * (doc/sparse-unwritten.md), inline data (doc/inline-data.md) and
+ * discontiguous suballocator groups (doc/discontig-bg.md). Other
+ * default-level features are refused.
  */
 #define FSD_COMPAT_SUPP		(OCFS2_FEATURE_COMPAT_BACKUP_SB | OCFS2_FEATURE_COMPAT_JBD2_SB)
 #define FSD_INCOMPAT_SUPP	(OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT | \
 				 OCFS2_FEATURE_INCOMPAT_EXTENDED_SLOT_MAP | \
 				 OCFS2_FEATURE_INCOMPAT_CLUSTERINFO | \
 				 OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC | \
-				 OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG)
+				 OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG | \
+				 OCFS2_FEATURE_INCOMPAT_INLINE_DATA)
 #define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
 
 static void
@@ -428,6 +430,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	/* unwritten extents only on sparse volumes (ocfs2_writes_unwritten_extents) */
 	fs->sparse = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC) != 0;
 	fs->unwritten = fs->sparse && (fs->vol.ro_compat & OCFS2_FEATURE_RO_COMPAT_UNWRITTEN) != 0;
+	fs->inline_data = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_INLINE_DATA) != 0;
 	fs->first_cluster_group = LE64(sb->s_first_cluster_group);
 	memcpy(fs->uuid, sb->s_uuid, sizeof(fs->uuid));
 	fs->bbits = LE32(sb->s_blocksize_bits);

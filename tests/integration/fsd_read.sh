@@ -99,6 +99,8 @@ read_volume() {
 
 CLUSTER=4096 INTERLEAVE=300 WANT_DEPTH=1
 read_volume local4k -M local -b 4096 -C 4096
+# libocfs2 makes directories inline and expands those that fill up (/d1/d2)
+read_volume inline4k -M local -b 4096 -C 4096 --fs-features=inline-data
 # 512-byte blocks: 19 records in the inode, 28 per extent block, so 540
 # (> 19 x 28) separate extents need a tree of depth 2.
 CLUSTER=4096 INTERLEAVE=540 WANT_DEPTH=2
@@ -110,7 +112,7 @@ echo "-- feature checks"
 IMG=$D/default.img
 mkfs_img "$IMG" -M local
 mkdir -p "$D/m"
-expect_error "default-level volume refused, naming the feature" '"inline-data"' \
+expect_error "default-level volume refused, naming the feature" '"xattr"' \
     "$FSD" -o ro "$IMG" "$D/m"
 mkfs_img "$IMG" -M local --fs-feature-level=max-compat
 poke "$IMG" 2 $((0xE4)) 02	# s_feature_ro_compat = USRQUOTA

@@ -208,7 +208,7 @@ Test(fsd_alloc, name_index_follows_changes_and_aborts, .init = make_volume,
 	cr_assert_eq(ino, lf);
 	/* removed ones are not */
 	cr_assert_eq(journal_start(&fs, &h), 0);
-	cr_assert_eq(dir_remove(&h, (const struct ocfs2_dinode *)rb->data, "name-7", 6), 0);
+	cr_assert_eq(dir_remove(&h, rb, "name-7", 6), 0);
 	cr_assert_eq(journal_stop(&h, 0), 0);
 	cr_assert_eq(dir_lookup(&fs, (const struct ocfs2_dinode *)rb->data, "name-7", 6, &ino), -ENOENT);
 	/* an aborted add leaves neither the entry nor an index hit behind */
@@ -224,7 +224,7 @@ Test(fsd_alloc, name_index_follows_changes_and_aborts, .init = make_volume,
 			continue;
 		cr_assert_eq(journal_start(&fs, &h), 0);
 		snprintf(name, sizeof(name), "name-%u", k);
-		cr_assert_eq(dir_remove(&h, (const struct ocfs2_dinode *)rb->data, name, strlen(name)), 0);
+		cr_assert_eq(dir_remove(&h, rb, name, strlen(name)), 0);
 		cr_assert_eq(journal_stop(&h, 0), 0);
 	}
 	block_put(&fs, rb);
