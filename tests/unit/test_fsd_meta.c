@@ -83,9 +83,12 @@ Test(fsd_meta, features)
 	/* sparse files with unwritten extents, read-write */
 	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC,
 	    OCFS2_FEATURE_RO_COMPAT_UNWRITTEN, 0, err, sizeof(err)), 0);
-	/* default level: inline-data is the lowest bit fsd lacks */
+	/* inline data and discontiguous groups */
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_INLINE_DATA |
+	    OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG, 0, 0, err, sizeof(err)), 0);
+	/* default level: xattr is the lowest bit fsd lacks */
 	cr_assert_eq(super_check_features(3, 0xB750, 1, 1, err, sizeof(err)), -1);
-	cr_assert(strstr(err, "\"inline-data\"") != NULL, "%s", err);
+	cr_assert(strstr(err, "\"xattr\"") != NULL, "%s", err);
 	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_META_ECC, 0, 1,
 	    err, sizeof(err)), -1);
 	cr_assert(strstr(err, "\"metaecc\"") != NULL, "%s", err);
