@@ -675,17 +675,22 @@ tl_flush(struct fsd *fs)
 	if ((rc = journal_checkpoint(fs)) != 0)
 		return rc;
 	/*
-	 * The global bitmap's lock before the handle, as the kernel's
-	 * __ocfs2_flush_truncate_log: after a node's death that lock waits
-	 * for its recovery, and recovery needs a handle of its own, which
-	 * would wait for ours.
+	 * The global bitmap's lock is taken in the handle only if it comes
+	 * at once: after a node's death it waits for its recovery, which
+	 * needs a handle of its own (one at a time per node), and other
+	 * handles take it too. Else the handle goes, we wait for the lock
+	 * holding nothing, and try again.
 	 */
-	if (fs->gb_lock != NULL && (rc = lockres_lock(fs, fs->gb_lock, LKM_EX)) != 0)
-		return rc;
-	if ((rc = journal_start(fs, &h)) != 0) {
-		if (fs->gb_lock != NULL)
-			lockres_unlock(fs, fs->gb_lock, LKM_EX);
-		return rc;
+	for (;;) {
+		if ((rc = journal_start(fs, &h)) != 0)
+			return rc;
+		if (fs->gb_lock == NULL ||
+		    (rc = lockres_lock_flags(fs, fs->gb_lock, LKM_EX, LKF_TRY)) == 0)
+			break;
+		journal_stop(&h, 1);
+		if (rc != -EAGAIN || (rc = lockres_lock(fs, fs->gb_lock, LKM_EX)) != 0)
+			return rc;
+		lockres_unlock(fs, fs->gb_lock, LKM_EX);
 	}
 	if (fs->gb_lock != NULL)
 		handle_hold(&h, fs->gb_lock);

@@ -184,6 +184,30 @@ path_put(struct fsd *fs, struct xpath *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* Level i of p: the extent block child, checked to sit at its depth;
+ * on failure p is let go. */
+static int
+path_step(struct fsd *fs, struct xpath *p, unsigned i, uint64_t child, uint64_t owner)
+{
+	struct ocfs2_extent_list *el;
+	int rc;
+
+	if ((rc = block_read_owned(fs, child, BLK_EXTENT, owner, &p->b[i])) != 0) {
+		p->depth = i - 1;
+		path_put(fs, p);
+		return rc;
+	}
+	el = &((struct ocfs2_extent_block *)p->b[i]->data)->h_list;
+	if (LE16(el->l_tree_depth) != p->depth - i) {
+		fsd_corrupt(fs, child, "extent block at the wrong depth");
+		p->depth = i;
+		path_put(fs, p);
+		return -EIO;
+	}
+	p->el[i] = el;
+	return 0;
+}
+
 static int
 rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel,
     struct xpath *p)
@@ -206,19 +230,9 @@ rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *r
 			return -EIO;
 		}
 		child = LE64(el->l_recs[n - 1].e_blkno);
-		if ((rc = block_read_owned(fs, child, BLK_EXTENT, p->b[0]->blkno, &p->b[i])) != 0) {
-			p->depth = i - 1;
-			path_put(fs, p);
+		if ((rc = path_step(fs, p, i, child, p->b[0]->blkno)) != 0)
 			return rc;
-		}
-		el = &((struct ocfs2_extent_block *)p->b[i]->data)->h_list;
-		if (LE16(el->l_tree_depth) != p->depth - i) {
-			fsd_corrupt(fs, child, "extent block at the wrong depth");
-			p->depth = i;
-			path_put(fs, p);
-			return -EIO;
-		}
-		p->el[i] = el;
+		el = p->el[i];
 	}
 	return 0;
 }
@@ -704,19 +718,9 @@ leaf_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel, u
 			*end = LE32(el->l_recs[k + 1].e_cpos);
 		idx[i - 1] = k;
 		child = LE64(el->l_recs[k].e_blkno);
-		if ((rc = block_read_owned(fs, child, BLK_EXTENT, root->blkno, &p->b[i])) != 0) {
-			p->depth = i - 1;
-			path_put(fs, p);
+		if ((rc = path_step(fs, p, i, child, root->blkno)) != 0)
 			return rc;
-		}
-		el = &((struct ocfs2_extent_block *)p->b[i]->data)->h_list;
-		if (LE16(el->l_tree_depth) != p->depth - i) {
-			fsd_corrupt(fs, child, "extent block at the wrong depth");
-			p->depth = i;
-			path_put(fs, p);
-			return -EIO;
-		}
-		p->el[i] = el;
+		el = p->el[i];
 	}
 	return 0;
 }

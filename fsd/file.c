@@ -352,67 +352,84 @@ file_writepage(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *d
 	return len == 0 ? 0 : write_rw_locked(fs, ip, off, data, len, 1, 1);
 }
 
-/* The new size, under the RW lock EX (see inode_rw_lock). */
-static int
-setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
+/*
+ * A change of ip's inode that may free more clusters than the truncate
+ * log holds: change runs in a handle with the inode block locked EX and
+ * open for change, and journals what it did; when it returns -EAGAIN
+ * (the log filled), that commits, the log is flushed, and it runs again
+ * in a new handle. Each step leaves the volume consistent.
+ */
+int
+file_change_in_steps(struct fsd *fs, struct fsd_inode *ip, file_change_fn *change, void *arg)
 {
-	struct ocfs2_dinode *di;
 	struct fsd_handle h;
 	struct fsd_buf *ib;
-	uint64_t size, keep;
 	int rc, again;
 
 	do {
-		again = 0;
 		if ((rc = journal_start(fs, &h)) != 0)
 			return rc;
 		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
 			journal_stop(&h, 1);
 			return rc;
 		}
-		di = (struct ocfs2_dinode *)ib->data;
-		size = LE64(di->i_size);
-		if ((rc = journal_access(&h, ib)) != 0)
-			goto out;
-		if (inline_has(di) && newsize <= LE16(di->id2.i_data.id_count)) {
-			inode_now(di, 0, 1, 1);
-			inline_truncate(&h, ib, newsize);
-			goto out;
-		}
-		if (inline_has(di) && (rc = inline_file_to_extents(&h, ib)) != 0)
-			goto out;
-		if (newsize > size) {
-			/* a sparse file grows by a hole: nothing to allocate */
-			if ((!fs->sparse && (rc = file_allocate(&h, ib, newsize)) != 0) ||
-			    (rc = file_zero(fs, di, size, newsize)) != 0)
-				goto out;
-		} else {
-			/*
-			 * Shrink: the size first, then the clusters past it;
-			 * when the truncate log fills, commit what is done,
-			 * flush the log and go on (the new size is already
-			 * in place, so a crash in between is consistent).
-			 */
-			keep = (newsize + fs->vol.cluster_bytes - 1) >> fs->cbits;
-			/* a sparse file's size may lie past the last cluster a record can map */
-			rc = extent_truncate(&h, ib, keep > UINT32_MAX ? UINT32_MAX : (uint32_t)keep);
-			if (rc == -EAGAIN) {
-				again = 1;
-				rc = 0;
-			}
-			if (rc != 0)
-				goto out;
-		}
-		di->i_size = htole64(newsize);
-		inode_now(di, 0, 1, 1);
-		journal_dirty(&h, ib);
-out:
+		if ((rc = journal_access(&h, ib)) == 0)
+			rc = change(&h, ib, arg);
+		if ((again = rc == -EAGAIN))
+			rc = 0;
 		inode_unlock_block_in(&h, ip, ib);
 		journal_stop(&h, rc != 0);
 		if (rc == 0 && again)
 			rc = tl_flush(fs);
 	} while (rc == 0 && again);
 	return rc;
+}
+
+/* One step of a new size (file_change_in_steps). */
+static int
+setsize_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	uint64_t newsize = *(const uint64_t *)arg, size = LE64(di->i_size), keep;
+	int rc, more = 0;
+
+	if (inline_has(di) && newsize <= LE16(di->id2.i_data.id_count)) {
+		inode_now(di, 0, 1, 1);
+		inline_truncate(h, ib, newsize);
+		return 0;
+	}
+	if (inline_has(di) && (rc = inline_file_to_extents(h, ib)) != 0)
+		return rc;
+	if (newsize > size) {
+		/* a sparse file grows by a hole: nothing to allocate */
+		if ((!fs->sparse && (rc = file_allocate(h, ib, newsize)) != 0) ||
+		    (rc = file_zero(fs, di, size, newsize)) != 0)
+			return rc;
+	} else {
+		/*
+		 * Shrink: the size first, then the clusters past it (the new
+		 * size is in place when a full truncate log ends the step, so
+		 * a crash in between is consistent).
+		 */
+		keep = (newsize + fs->vol.cluster_bytes - 1) >> fs->cbits;
+		/* a sparse file's size may lie past the last cluster a record can map */
+		rc = extent_truncate(h, ib, keep > UINT32_MAX ? UINT32_MAX : (uint32_t)keep);
+		if (rc != 0 && rc != -EAGAIN)
+			return rc;
+		more = rc;
+	}
+	di->i_size = htole64(newsize);
+	inode_now(di, 0, 1, 1);
+	journal_dirty(h, ib);
+	return more;
+}
+
+/* The new size, under the RW lock EX (see inode_rw_lock). */
+static int
+setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
+{
+	return file_change_in_steps(fs, ip, setsize_step, &newsize);
 }
 
 int
@@ -427,45 +444,35 @@ file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 	return rc;
 }
 
+/* One step of freeing every cluster of a file (file_change_in_steps). */
+static int
+free_all_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	int rc;
+
+	(void)arg;
+	/* nothing to free: the bytes go with the inode (ocfs2_truncate_inline) */
+	if (inline_has(di)) {
+		inline_truncate(h, ib, 0);
+		return 0;
+	}
+	/* a fast symlink has no clusters (ocfs2_truncate_for_delete skips it) */
+	if (fsd_fast_symlink(di))
+		return 0;
+	rc = extent_truncate(h, ib, 0);
+	if (rc != 0 && rc != -EAGAIN)
+		return rc;
+	/* size first: never more bytes than clusters */
+	di->i_size = 0;
+	journal_dirty(h, ib);
+	return rc;
+}
+
 int
 file_free_all(struct fsd *fs, struct fsd_inode *ip)
 {
-	struct fsd_handle h;
-	struct fsd_buf *ib;
-	int rc, again;
-
-	do {
-		again = 0;
-		if ((rc = journal_start(fs, &h)) != 0)
-			return rc;
-		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
-			journal_stop(&h, 1);
-			return rc;
-		}
-		/* a fast symlink has no clusters (ocfs2_truncate_for_delete skips it) */
-		if (inline_has((const struct ocfs2_dinode *)ib->data)) {
-			/* nothing to free: the bytes go with the inode (ocfs2_truncate_inline) */
-			if ((rc = journal_access(&h, ib)) == 0)
-				inline_truncate(&h, ib, 0);
-		} else if (!fsd_fast_symlink((const struct ocfs2_dinode *)ib->data) &&
-		    (rc = journal_access(&h, ib)) == 0) {
-			rc = extent_truncate(&h, ib, 0);
-			if (rc == -EAGAIN) {
-				again = 1;
-				rc = 0;
-			}
-			if (rc == 0) {
-				/* size first: never more bytes than clusters */
-				((struct ocfs2_dinode *)ib->data)->i_size = 0;
-				journal_dirty(&h, ib);
-			}
-		}
-		inode_unlock_block_in(&h, ip, ib);
-		journal_stop(&h, rc != 0);
-		if (rc == 0 && again)
-			rc = tl_flush(fs);
-	} while (rc == 0 && again);
-	return rc;
+	return file_change_in_steps(fs, ip, free_all_step, NULL);
 }
 
 static int

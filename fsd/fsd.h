@@ -873,6 +873,10 @@ int	 sparse_fallocate_rw_locked(struct fsd *fs, struct fsd_inode *ip, int mode, 
 int	 file_seek(struct fsd *fs, struct fsd_inode *ip, uint64_t off, int whence, uint64_t *res);
 /* Drop every cluster of a locked inode, in as many handles as it takes. */
 int	 file_free_all(struct fsd *fs, struct fsd_inode *ip);
+/* One step of a change that may free clusters: -EAGAIN for another. */
+typedef int file_change_fn(struct fsd_handle *h, struct fsd_buf *ib, void *arg);
+int	 file_change_in_steps(struct fsd *fs, struct fsd_inode *ip, file_change_fn *change,
+	    void *arg);
 
 /* orphan.c */
 /* Inside a handle: put an inode whose last link went into our orphan dir. */

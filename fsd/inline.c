@@ -134,7 +134,7 @@ inline_convert(struct fsd *fs, struct fsd_inode *ip)
 	if (inline_has((const struct ocfs2_dinode *)ib->data) &&
 	    (rc = journal_access(&h, ib)) == 0)
 		rc = inline_file_to_extents(&h, ib);
-	inode_unlock_block(fs, ip, LKM_EX, ib);
+	inode_unlock_block_in(&h, ip, ib);
 	journal_stop(&h, rc != 0);
 	return rc;
 }

@@ -270,8 +270,35 @@ space_change(struct fsd *fs, struct fsd_inode *ip, enum space_op op, uint64_t of
 	inode_now(di, 0, 1, 1);
 	journal_dirty(&h, ib);
 out:
-	inode_unlock_block(fs, ip, LKM_EX, ib);
+	inode_unlock_block_in(&h, ip, ib);
 	journal_stop(&h, rc != 0);
+	return rc;
+}
+
+struct punch {
+	uint64_t	 off, end;
+	uint32_t	 a, b;		/* the clusters covered whole */
+	int		 zeroed;
+};
+
+/* One step of a punch (file_change_in_steps). */
+static int
+punch_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct punch *p = arg;
+	int rc = 0;
+
+	if (!S_ISREG(LE16(di->i_mode)))
+		return -ENODEV;
+	if (!p->zeroed && (rc = zero_partial_clusters(h->fs, di, p->off, p->end)) != 0)
+		return rc;
+	p->zeroed = 1;
+	/* -EAGAIN: the log is full; what is done commits, and on */
+	if (p->a < p->b && (rc = extent_punch(h, ib, p->a, p->b)) != 0 && rc != -EAGAIN)
+		return rc;
+	inode_now(di, 0, 1, 1);
+	journal_dirty(h, ib);
 	return rc;
 }
 
@@ -284,50 +311,10 @@ out:
 static int
 punch_hole(struct fsd *fs, struct fsd_inode *ip, uint64_t off, uint64_t end)
 {
-	struct ocfs2_dinode *di;
-	struct fsd_handle h;
-	struct fsd_buf *ib;
-	uint32_t a, b;
-	int rc, again, zeroed = 0;
+	struct punch p = { .off = off, .end = end };
 
-	whole_clusters(fs, off, end, &a, &b);
-	do {
-		again = 0;
-		if ((rc = journal_start(fs, &h)) != 0)
-			return rc;
-		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
-			journal_stop(&h, 1);
-			return rc;
-		}
-		di = (struct ocfs2_dinode *)ib->data;
-		if (!S_ISREG(LE16(di->i_mode))) {
-			rc = -ENODEV;
-			goto out;
-		}
-		if ((rc = journal_access(&h, ib)) != 0)
-			goto out;
-		if (!zeroed && (rc = zero_partial_clusters(fs, di, off, end)) != 0)
-			goto out;
-		zeroed = 1;
-		if (a < b) {
-			rc = extent_punch(&h, ib, a, b);
-			if (rc == -EAGAIN) {
-				/* the log is full: commit what is done, flush it, go on */
-				again = 1;
-				rc = 0;
-			}
-			if (rc != 0)
-				goto out;
-		}
-		inode_now(di, 0, 1, 1);
-		journal_dirty(&h, ib);
-out:
-		inode_unlock_block(fs, ip, LKM_EX, ib);
-		journal_stop(&h, rc != 0);
-		if (rc == 0 && again)
-			rc = tl_flush(fs);
-	} while (rc == 0 && again);
-	return rc;
+	whole_clusters(fs, off, end, &p.a, &p.b);
+	return file_change_in_steps(fs, ip, punch_step, &p);
 }
 
 int
