@@ -469,6 +469,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 			memcpy(lr->lvb, ast->lvb, sizeof(lr->lvb));
 			lr->lvb_valid = ast->lvb_valid;
 		}
+		if (ast->mode < lr->level)
+			__atomic_add_fetch(&lr->downconverts, 1, __ATOMIC_RELEASE);
 		lr->level = ast->mode;
 		lr->lockid = ast->lockid;
 	} else if (lr->level < 0)

@@ -35,6 +35,8 @@
  *   localalloc.c the slot's local alloc window for data clusters
  *   inode.c      in-memory inodes (FUSE lookup counts, per-inode locks),
  *                creating and wiping inodes
+ *   kernsize.c   keeping the kernel's size of a file from falling behind
+ *                another node's appends
  *   extent.c     extent trees of any depth: mapping, growth, truncation,
  *                edits anywhere (sparse files)
  *   dir.c        directory blocks: iteration, lookup, add/remove entries
@@ -150,6 +152,7 @@ struct fsd_lockres {
 	int			 pages;
 	unsigned		 writers;	/* opens for writing on this node */
 	unsigned		 flush_passes;	/* holders let in while it flushed */
+	unsigned long		 downconverts;	/* times the granted level went down */
 	struct fsd_lockres	*flnext;	/* glue's flush queue */
 	/* value block: state its holders keep in it, or META's as granted */
 	uint8_t			 lvb[64];
@@ -230,6 +233,7 @@ struct fsd {
 	struct fsd_mount_opts opts;		/* what the handlers read */
 	int		 readonly;		/* opts.readonly: no slot, no journal */
 	int		 writeback_active;	/* the kernel granted writeback_cache: it keeps mtime/ctime */
+	unsigned	 size_stores;		/* kernsize_catch_up()s under way */
 	int		 fuse_conn_known;	/* fuse_conn found in mountinfo */
 	unsigned	 fuse_conn;		/* our FUSE connection's number in fusectl */
 	unsigned	 bbits, cbits;		/* log2 block / cluster size */
@@ -477,6 +481,8 @@ struct fsd_inode {
 	unsigned	 opens;		/* open files on this node */
 	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
 	struct dir_index *dindex;	/* directories: names -> positions */
+	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
+	unsigned long	 writes;	/* write(2)s of it served here */
 	struct fsd_inode *hnext;
 };
 
@@ -510,7 +516,8 @@ void	 inode_close(struct fsd *fs, struct fsd_inode *ip);
 int	 inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip);
 void	 inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip);
 /* FUSE lookup counting: lookup adds one, forget drops n. */
-void	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
+/* Count a FUSE lookup; 1 if it is the first, the kernel making its inode anew. */
+int	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
 /* Returns 1 when the kernel no longer knows the inode. */
 int	 inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n);
 /* The inode block, validated, with the META lock held at level. */

@@ -26,7 +26,7 @@
 
 struct fsd_itable {
 	pthread_mutex_t	  mtx;
-	pthread_mutex_t	  se_mtx;	/* fs->se while a notify-inval uses it */
+	pthread_rwlock_t  se_lock;	/* fs->se while a notification uses it */
 	struct fsd_inode *hash[ITABLE_HASH];
 	unsigned	  count;
 };
@@ -36,7 +36,7 @@ itable_init(struct fsd *fs)
 {
 	fs->itable = xcalloc(1, sizeof(*fs->itable));
 	pthread_mutex_init(&fs->itable->mtx, NULL);
-	pthread_mutex_init(&fs->itable->se_mtx, NULL);
+	pthread_rwlock_init(&fs->itable->se_lock, NULL);
 	return 0;
 }
 
@@ -57,7 +57,7 @@ itable_destroy(struct fsd *fs)
 		}
 	}
 	pthread_mutex_destroy(&fs->itable->mtx);
-	pthread_mutex_destroy(&fs->itable->se_mtx);
+	pthread_rwlock_destroy(&fs->itable->se_lock);
 	free(fs->itable);
 	fs->itable = NULL;
 }
@@ -328,12 +328,15 @@ inode_close(struct fsd *fs, struct fsd_inode *ip)
 	inode_put(fs, ip);
 }
 
-void
+int
 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip)
 {
+	int first;
+
 	pthread_mutex_lock(&fs->itable->mtx);
-	ip->nlookup++;
+	first = ip->nlookup++ == 0;
 	pthread_mutex_unlock(&fs->itable->mtx);
+	return first;
 }
 
 int
@@ -660,9 +663,22 @@ inode_session_gone(struct fsd *fs)
 		fs->se = NULL;
 		return;
 	}
-	pthread_mutex_lock(&fs->itable->se_mtx);
+	pthread_rwlock_wrlock(&fs->itable->se_lock);
 	fs->se = NULL;
-	pthread_mutex_unlock(&fs->itable->se_mtx);
+	pthread_rwlock_unlock(&fs->itable->se_lock);
+}
+
+struct fuse_session *
+inode_session_get(struct fsd *fs)
+{
+	pthread_rwlock_rdlock(&fs->itable->se_lock);
+	return fs->se;
+}
+
+void
+inode_session_put(struct fsd *fs)
+{
+	pthread_rwlock_unlock(&fs->itable->se_lock);
 }
 
 /* ---- an inode's cluster locks (ocfs2's inode, rw and open lock ops) ---- */
@@ -727,10 +743,11 @@ meta_needs_flush(const struct fsd_lockres *lr, int target)
 static void
 meta_invalidate(struct fsd *fs, uint64_t owner)
 {
-	pthread_mutex_lock(&fs->itable->se_mtx);
-	if (fs->se != NULL)
-		fuse_lowlevel_notify_inval_inode(fs->se, fsd_blkno_to_ino(fs, owner), 0, 0);
-	pthread_mutex_unlock(&fs->itable->se_mtx);
+	struct fuse_session *se;
+
+	if ((se = inode_session_get(fs)) != NULL)
+		fuse_lowlevel_notify_inval_inode(se, fsd_blkno_to_ino(fs, owner), 0, 0);
+	inode_session_put(fs);
 }
 
 /* The inode block and its tree (an allocator's groups, a directory's blocks). */

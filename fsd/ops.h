@@ -32,6 +32,16 @@ void	fsd_statfs(fuse_req_t req, fuse_ino_t ino);
  */
 int	fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e);
 
+/* kernsize.c: what the kernel may hold as a regular file's size */
+void	kernsize_set(struct fsd_inode *ip, uint64_t size);	/* it holds size */
+void	kernsize_reported(struct fsd_inode *ip, uint64_t size);	/* told it size */
+void	kernsize_wrote(struct fsd_inode *ip, uint64_t end);	/* a write(2) to end */
+/* Before a GETATTR answers: raise the kernel's size to the file's if it may be behind. */
+void	kernsize_catch_up(struct fsd *fs, struct fsd_inode *ip, fuse_ino_t ino);
+/* inode.c: the FUSE session while it lasts (NULL once gone), for notifications */
+struct fuse_session *inode_session_get(struct fsd *fs);
+void	inode_session_put(struct fsd *fs);
+
 /* ops_dir.c */
 void	fsd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void	fsd_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -20,6 +20,8 @@ fsd_open_inode(struct fsd *fs, struct fsd_inode *ip, int flags)
 	/* as the kernel's handle_truncate: always, so mtime and ctime move */
 	if ((rc = file_setsize(fs, ip, 0)) != 0)
 		inode_close(fs, ip);
+	else
+		kernsize_set(ip, 0);
 	return rc;
 }
 
@@ -127,6 +129,8 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 	/* before the reply: the kernel asks for the atime again once it has it */
 	if (touch)
 		inode_touch_atime(fs, ip);
+	if (rc == 0 && len < size)
+		kernsize_reported(ip, (uint64_t)off + len);	/* FUSE takes a short read for the end */
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
@@ -174,6 +178,8 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 		rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
 		if (rc == -ENOSPC && fsd_reclaim(fs))
 			rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
+		if (rc == 0)
+			kernsize_wrote(ip, (uint64_t)off + size);	/* where the kernel thinks */
 	}
 	inode_put(fs, ip);
 	if (rc != 0)

@@ -45,7 +45,10 @@ fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e)
 	e->attr_timeout = fs->opts.attr_timeout;
 	e->entry_timeout = fs->opts.entry_timeout;
 	inode_unlock_block(fs, ip, LKM_PR, b);
-	inode_lookup_ref(fs, ip);
+	if (inode_lookup_ref(fs, ip))
+		kernsize_set(ip, (uint64_t)e->attr.st_size);
+	else
+		kernsize_reported(ip, (uint64_t)e->attr.st_size);
 	inode_put(fs, ip);
 	return 0;
 }
@@ -150,7 +153,10 @@ fsd_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)fi;
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	rc = inode_stat(fs, ip, &st);
+	if ((rc = inode_stat(fs, ip, &st)) == 0 && S_ISREG(st.st_mode)) {
+		kernsize_catch_up(fs, ip, ino);
+		kernsize_reported(ip, (uint64_t)st.st_size);
+	}
 	inode_put(fs, ip);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
@@ -340,6 +346,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			set_time(&di->i_ctime, &di->i_ctime_nsec, &now);
 		journal_dirty(&h, b);
 		inode_to_stat(fs, di, &st);
+		kernsize_set(ip, (uint64_t)st.st_size);
 	}
 	inode_unlock_block_in(&h, ip, b);
 	journal_stop(&h, rc != 0);

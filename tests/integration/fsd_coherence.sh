@@ -186,6 +186,54 @@ check "node2's flock still works afterwards" flock -x -w 5 8
 flock -u 8
 exec 8<&- 9<&-
 
+echo "-- appends from both nodes, read where one of them appends"
+# append_race A B S: for S seconds one thread appends fsync'ed records to
+# A (node1's view of the file), another to B (node2's), interleaved; after
+# each of node2's acknowledgements a fresh open on node1 reads node2's
+# last record. FUSE drops attributes that raced a local write, so without
+# fsd/kernsize.c node1's kernel kept an old size and the read came short.
+append_race() {
+	python3 - "$@" <<'PY'
+import os, sys, threading, time
+a, b, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+REC = 64
+stop = time.monotonic() + secs
+acked, lock = [0, 0], threading.Lock()
+def writer(path, who):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    seq = 0
+    while time.monotonic() < stop:
+        os.pwrite(fd, (b"%d:%d" % (who, seq)).ljust(REC, b"."), (seq * 2 + who) * REC)
+        os.fsync(fd)
+        seq += 1
+        with lock:
+            acked[who] = seq
+    os.close(fd)
+os.close(os.open(a, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+ts = [threading.Thread(target=writer, args=(p, k)) for k, p in ((0, a), (1, b))]
+for t in ts:
+    t.start()
+checks = short = 0
+while time.monotonic() < stop:
+    with lock:
+        n = acked[1]
+    if n == 0:
+        continue
+    want = b"1:%d" % (n - 1)
+    fd = os.open(a, os.O_RDONLY)
+    got = os.pread(fd, REC, ((n - 1) * 2 + 1) * REC)
+    os.close(fd)
+    checks += 1
+    short += got[:len(want)] != want
+for t in ts:
+    t.join()
+print(f"{checks} reads, {acked[0]} and {acked[1]} records acknowledged, {short} without node2's last")
+sys.exit(1 if short or checks < 10 else 0)
+PY
+}
+check "node1 reads every record node2 acknowledged while both append (6 s)" \
+    timeout -s KILL 60 bash -c "$(declare -f append_race); append_race '${M[1]}/appends' '${M[2]}/appends' 6"
+
 echo "-- a slot recovered twice by the same survivor"
 # node1 recovers node2's slot, node2 comes back to that slot, takes a new
 # local alloc window and logs freed clusters, and its journal is
