@@ -289,6 +289,7 @@ inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip)
 int
 inode_open(struct fsd *fs, struct fsd_inode *ip)
 {
+	struct fsd_buf *b;
 	int first, rc;
 
 	pthread_mutex_lock(&fs->itable->mtx);
@@ -298,7 +299,19 @@ inode_open(struct fsd *fs, struct fsd_inode *ip)
 	pthread_mutex_unlock(&fs->itable->mtx);
 	if (!first || ip->open_lock == NULL)
 		return 0;
-	if ((rc = lockres_lock(fs, ip->open_lock, LKM_PR)) != 0) {
+	/*
+	 * Another node may have deleted it after our caller saw it and
+	 * before the OPEN lock came: then it is not ours to open (ESTALE,
+	 * and the kernel looks the name up again), as ocfs2_file_open
+	 * refuses an inode wiped meanwhile.
+	 */
+	if ((rc = lockres_lock(fs, ip->open_lock, LKM_PR)) == 0) {
+		if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0)
+			inode_unlock_block(fs, ip, LKM_PR, b);
+		else
+			lockres_unlock(fs, ip->open_lock, LKM_PR);
+	}
+	if (rc != 0) {
 		pthread_mutex_lock(&fs->itable->mtx);
 		ip->opens--;
 		ip->pins--;

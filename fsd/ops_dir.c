@@ -157,7 +157,11 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 			memset(&e, 0, sizeof(e));
 			e.attr.st_ino = d->ino;
 			e.attr.st_mode = DTTOIF(ft_to_dt(d->type));
-		} else if ((err = fsd_make_entry(fs, d->ino, &e)) != 0)
+		} else if ((err = fsd_make_entry(fs, d->ino, &e)) == -ESTALE) {
+			/* another node deleted it since we read the block: gone by now */
+			err = 0;
+			continue;
+		} else if (err != 0)
 			break;
 		n = fuse_add_direntry_plus(req, buf + used, size - used, d->name, &e,
 		    (off_t)d->next);

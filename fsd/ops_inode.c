@@ -53,33 +53,49 @@ fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e)
 	return 0;
 }
 
+/* The inode the name in directory blkno leads to now. */
+static int
+lookup_name(struct fsd *fs, uint64_t dir, const char *name, uint64_t *ino)
+{
+	struct fsd_inode *dp;
+	struct fsd_buf *b;
+	int rc;
+
+	if ((rc = inode_get(fs, dir, &dp)) != 0)
+		return rc;
+	if ((rc = inode_lock_block(fs, dp, LKM_PR, &b)) != 0) {
+		inode_put(fs, dp);
+		return rc;
+	}
+	if (!S_ISDIR(LE16(((const struct ocfs2_dinode *)b->data)->i_mode)))
+		rc = -ENOTDIR;
+	else
+		rc = dir_lookup(fs, (const struct ocfs2_dinode *)b->data, name, strlen(name), ino);
+	inode_unlock_block(fs, dp, LKM_PR, b);
+	inode_put(fs, dp);
+	return rc;
+}
+
 void
 fsd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fsd *fs = fsd_of(req);
 	struct fuse_entry_param e;
-	struct fsd_inode *dp;
-	struct fsd_buf *b;
 	uint64_t ino;
-	int rc;
+	int rc, tries = 0;
 
 	if (strlen(name) > OCFS2_MAX_FILENAME_LEN)
 		return (void)fuse_reply_err(req, ENAMETOOLONG);
-	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0)
-		return (void)fuse_reply_err(req, -rc);
-	if ((rc = inode_lock_block(fs, dp, LKM_PR, &b)) != 0) {
-		inode_put(fs, dp);
-		return (void)fuse_reply_err(req, -rc);
-	}
-	if (!S_ISDIR(LE16(((const struct ocfs2_dinode *)b->data)->i_mode)))
-		rc = -ENOTDIR;
-	else
-		rc = dir_lookup(fs, (const struct ocfs2_dinode *)b->data, name,
-		    strlen(name), &ino);
-	inode_unlock_block(fs, dp, LKM_PR, b);
-	inode_put(fs, dp);
-	if (rc == 0)
-		rc = fsd_make_entry(fs, ino, &e);
+	/*
+	 * Between the directory's lock and the inode's, another node may
+	 * have removed the name and deleted the inode: read the name again,
+	 * which is gone by then or leads elsewhere.
+	 */
+	do {
+		rc = lookup_name(fs, fsd_ino_to_blkno(fs, parent), name, &ino);
+		if (rc == 0)
+			rc = fsd_make_entry(fs, ino, &e);
+	} while (rc == -ESTALE && ++tries < 3);
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_entry(req, &e);
