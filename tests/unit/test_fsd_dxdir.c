@@ -1,7 +1,8 @@
 /*
  * fsd's indexed directories, the pure parts: the name hash against
- * what ocfs2-tools' libocfs2 stored in an index, and the checks that
- * turn a damaged index root, leaf or directory trailer into EIO.
+ * what ocfs2-tools' libocfs2 stored in an index, the checks that turn
+ * a damaged index root, leaf or directory trailer into EIO, a block's
+ * free space as its trailer records it, and the feature accepted.
  */
 #include <criterion/criterion.h>
 
@@ -175,4 +176,17 @@ Test(fsd_dxdir, free_space_of_a_block)
 	/* a full block: ".." keeps exactly what its name needs */
 	dotdot->rec_len = htole16(16);
 	cr_assert_eq(dir_block_max_hole(blk, 32), 0);
+}
+
+/* Volumes with indexed-dirs mount; metaecc, which checksums the same blocks, stays refused. */
+Test(fsd_dxdir, the_feature_is_accepted)
+{
+	char err[256];
+
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS |
+	    OCFS2_FEATURE_INCOMPAT_INLINE_DATA | OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC, 0, 0, err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS |
+	    OCFS2_FEATURE_INCOMPAT_META_ECC, 0, 0, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "metaecc") != NULL, "%s", err);
 }
