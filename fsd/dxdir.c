@@ -175,7 +175,8 @@ static int
 check_list(const struct ocfs2_dx_entry_list *l, unsigned cap, const char *what, char *why,
     size_t whylen)
 {
-	if (LE16(l->de_count) > cap || LE16(l->de_num_used) > LE16(l->de_count)) {
+	if (LE16(l->de_count) == 0 || LE16(l->de_count) > cap ||
+	    LE16(l->de_num_used) > LE16(l->de_count)) {
 		snprintf(why, whylen, "impossible %s entry list (count %u of %u, used %u)", what,
 		    LE16(l->de_count), cap, LE16(l->de_num_used));
 		return -1;

@@ -164,6 +164,10 @@ Test(fsd_dxdir, index_leaf_is_checked)
 	dl->dl_list.de_num_used = htole16(ocfs2_dx_entries_per_leaf(4096) + 1);
 	cr_assert_eq(block_validate(&fs, BLK_DX_LEAF, 500, blk, why, sizeof(why)), -1);
 	cr_assert(strstr(why, "index leaf") != NULL, "%s", why);
+	/* a leaf that holds nothing would always be full */
+	dl->dl_list.de_num_used = 0;
+	dl->dl_list.de_count = 0;
+	cr_assert_eq(block_validate(&fs, BLK_DX_LEAF, 500, blk, why, sizeof(why)), -1);
 }
 
 /* The largest hole for a new entry, as the trailer's db_free_rec_len keeps it. */
