@@ -7,9 +7,13 @@
 # quarter renamed into another indexed directory; readdir lists exactly
 # the names left, and a listing that goes on while names come and go
 # sees every name that stays exactly once; after a remount the same from
-# disk, debugfs.ocfs2 finds names through the index and its dx_dump
-# counts what readdir lists; emptied, it is removed and its index freed. Names libocfs2 indexed are found and changed by fsd. 16K
-# clusters (four leaves a cluster). fsd killed with -9 while creating in
+# disk, debugfs.ocfs2 finds names through the index, its dx_dump counts
+# what readdir lists, and each block's trailer and the free-space list
+# (dx_space) agree with the entries; emptied, the directory is removed
+# and its index freed. Names libocfs2 indexed are found and changed by
+# fsd, and libocfs2 adds names to a directory fsd indexed. 16K clusters
+# (four leaves a cluster). Damaged roots, leaves and trailers: EIO and a
+# logged reason naming the block. fsd killed with -9 while creating in
 # an indexed directory (FSD_DXDIR_CRASH_ROUNDS rounds): after the replay
 # the index agrees with the blocks. Two nodes creating in one shared
 # indexed directory at the same time. fsck.ocfs2 -fn clean after each
@@ -101,6 +105,50 @@ for k in range(300):
 EOF
 }
 
+# free_list_ok IMG DIR BLOCK-BYTES CLUSTER-BYTES: each block of the indexed
+# directory DIR records its largest hole for a new entry in its trailer,
+# and the free-space list (debugfs.ocfs2 dx_space) holds exactly the
+# blocks with one, each once.
+free_list_ok() {
+	local stat space
+	stat=$(debugfs.ocfs2 -R "stat $2" "$1" 2>/dev/null)
+	space=$(debugfs.ocfs2 -R "dx_space $2" "$1" 2>/dev/null)
+	python3 - "$1" "$3" "$4" "$stat" "$space" <<'EOF'
+import re, struct, sys
+img, bs, cs, stat, space = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
+bpc = cs // bs
+nblocks = int(re.search(r"Size: (\d+)", stat).group(1)) // bs
+phys = {}
+for m in re.finditer(r"^\s*\d+\s+(\d+)\s+(\d+)\s+(\d+)\s+0x0\s*$", stat, re.M):
+    cpos, clusters, blk = map(int, m.groups())
+    for i in range(clusters * bpc):
+        if cpos * bpc + i < nblocks:
+            phys[cpos * bpc + i] = blk + i
+if len(phys) != nblocks:
+    sys.exit("found %d of the directory's %d blocks" % (len(phys), nblocks))
+f = open(img, "rb")
+with_room = set()
+for lblk, blk in sorted(phys.items()):
+    f.seek(blk * bs)
+    data = f.read(bs)
+    off, best = 0, 0
+    while off < bs - 64:
+        ino, rec, nlen = struct.unpack_from("<QHB", data, off)
+        hole = rec - (((nlen + 12 + 3) & ~3) if ino else 0)
+        best = max(best, hole)
+        off += rec
+    best = best if best >= 16 else 0
+    recorded = struct.unpack_from("<H", data, bs - 64 + 14)[0]
+    if recorded != best:
+        sys.exit("block %d: trailer records %d free, the largest hole is %d" % (blk, recorded, best))
+    if best:
+        with_room.add(blk)
+listed = [int(x) for x in re.findall(r"Trailer Block: (\d+)", space)]
+if len(listed) != len(set(listed)) or set(listed) != with_room:
+    sys.exit("free list %s, blocks with room %s" % (sorted(listed)[:8], sorted(with_room)[:8]))
+EOF
+}
+
 # debugfs_finds IMG DIR STEP: debugfs.ocfs2 looks up every STEP-th name of DIR.
 debugfs_finds() {
 	local img=$1 dir=$2 step=$3 n req=
@@ -136,6 +184,8 @@ check_eq "both directories are indexed" "0x8 0x8" "$(dyn "$IMG" /big) $(dyn "$IM
 check_eq "dx_root counts the names and . .." "$((N / 4 + 2)) $((N / 4 + 2))" \
     "$(dx_total "$IMG" /big) $(dx_total "$IMG" /other)"
 check_eq "dx_dump lists an entry for each" "$((N / 4 + 2))" "$(dx_entries "$IMG" /big)"
+check "the free-space lists hold the blocks with room" bash -c \
+    "$(declare -f free_list_ok); free_list_ok '$IMG' /big 4096 4096 && free_list_ok '$IMG' /other 4096 4096"
 run_check "mount again" fsd_mount "$IMG" "$MNT"
 check "readdir from disk" listing_is "$MNT/big" \
     "set('n%06d-a-name-of-some-length' % i for i in range(3, $N, 4))"
@@ -165,9 +215,22 @@ check "fsd removes some and adds its own" python3 -c "
 import os
 for i in range(0, 600, 3): os.unlink('$MNT/p/f%05d' % i)
 for i in range(400): open('$MNT/p/mine-%d' % i, 'w').close()"
+mkdir "$MNT/q"
+names create "$MNT/q" 0 500 1
+names unlink "$MNT/q" 0 500 5
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "dx_root counts them" $((400 + 400 + 2)) "$(dx_total "$IMG" /p)"
+check "libocfs2 adds 300 names to a directory fsd indexed" bash -c \
+    "printf 'many /q 300\n' | '$FSD_DIR/populate' '$IMG'"
+check "fsck clean" fsck_clean "$IMG"
+run_check "mount" fsd_mount "$IMG" "$MNT"
+check "fsd finds libocfs2's names and its own" python3 -c "
+import os
+for i in range(300): os.stat('$MNT/q/f%05d' % i)
+for i in range(500):
+    if i % 5: os.stat('$MNT/q/n%06d-a-name-of-some-length' % i)"
+run_check "unmount" fsd_umount "$MNT"
 
 echo "-- 16K clusters: four leaves a cluster"
 IMG=$D/dx16k.img
@@ -181,6 +244,7 @@ check "the rest found" names stat "$MNT/d" 1 2000 3
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "dx_root counts them" $((2000 - 667 + 2)) "$(dx_total "$IMG" /d)"
+check "the free-space list holds the blocks with room" free_list_ok "$IMG" /d 4096 16384
 
 echo "-- a damaged index root, leaf or trailer: EIO naming the block"
 IMG=$D/dxbad.img
@@ -249,6 +313,7 @@ check "creates go on after the replay" names create "$MNT/c" 0 500 1
 run_check "clean unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "dx_root counts what readdir listed" $((LISTED + 500 + 2)) "$(dx_total "$IMG" /c)"
+check "the free-space list holds the blocks with room" free_list_ok "$IMG" /c 4096 4096
 
 speed() {
 	local label=$1 img=$2 c0 c1 l1
