@@ -11,7 +11,8 @@
 # what readdir lists, and each block's trailer and the free-space list
 # (dx_space) agree with the entries; emptied, the directory is removed
 # and its index freed. Names libocfs2 indexed are found and changed by
-# fsd, and libocfs2 adds names to a directory fsd indexed. 16K clusters
+# fsd, and libocfs2 adds names to a directory fsd indexed; the same in a
+# directory tunefs.ocfs2 indexed when it enabled the feature. 16K clusters
 # (four leaves a cluster). Damaged roots, leaves and trailers: EIO and a
 # logged reason naming the block. fsd killed with -9 while creating in
 # an indexed directory (FSD_DXDIR_CRASH_ROUNDS rounds): after the replay
@@ -231,6 +232,24 @@ for i in range(300): os.stat('$MNT/q/f%05d' % i)
 for i in range(500):
     if i % 5: os.stat('$MNT/q/n%06d-a-name-of-some-length' % i)"
 run_check "unmount" fsd_umount "$MNT"
+
+echo "-- a volume tunefs.ocfs2 gave indexed-dirs"
+IMG=$D/dxtune.img
+check "mkfs without the feature" mkfs_img "$IMG" -M local -b 4096 -C 4096 \
+    --fs-feature-level=max-compat
+check "libocfs2 makes a directory of 300 names" bash -c \
+    "printf 'mkdir /old\nmany /old 300\n' | '$FSD_DIR/populate' '$IMG'"
+check "tunefs.ocfs2 --fs-features=indexed-dirs" tunefs.ocfs2 --fs-features=indexed-dirs "$IMG"
+check_eq "... indexes it" 0x8 "$(dyn "$IMG" /old)"
+run_check "mount" fsd_mount "$IMG" "$MNT"
+check "fsd finds, removes and adds names in it" python3 -c "
+import os
+for i in range(300): os.stat('$MNT/old/f%05d' % i)
+for i in range(0, 300, 2): os.unlink('$MNT/old/f%05d' % i)
+for i in range(600): open('$MNT/old/new%d' % i, 'w').close()"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
+check "the free-space list holds the blocks with room" free_list_ok "$IMG" /old 4096 4096
 
 echo "-- 16K clusters: four leaves a cluster"
 IMG=$D/dx16k.img
