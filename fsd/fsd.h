@@ -662,9 +662,6 @@ int	 dir_block_put_entry(struct fsd *fs, uint8_t *p, unsigned len, uint64_t ino,
 void	 dir_block_drop_entry(uint8_t *p, unsigned off, unsigned prev);
 /* Inside a handle: one more block at the directory's end, empty (trailer laid if due). */
 int	 dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp);
-/* A block of directory di, checked as its kind of directory keeps them. */
-int	 dir_block_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pblk,
-	    struct fsd_buf **bp);
 
 /* dxdir.c: indexed directories (doc/indexed-dirs.md) */
 struct dx_hash {
@@ -675,6 +672,9 @@ void	 dx_name_hash(const uint32_t seed[4], const char *name, size_t len, struct 
 /* Does the volume index directories / is this directory indexed? */
 int	 dx_volume(const struct fsd *fs);
 int	 dx_indexed(const struct ocfs2_dinode *di);
+/* A block of directory di, checked as its kind of directory keeps them. */
+int	 dir_block_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pblk,
+	    struct fsd_buf **bp);
 /* The largest hole for a new entry among the entries tiling p[0, end), 0 if none. */
 unsigned dir_block_max_hole(const uint8_t *p, unsigned end);
 /* The trailer at the end of a directory block. */
