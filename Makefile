@@ -211,6 +211,7 @@ bench: all $(BENCH_BINS)
 # (on a max-compat and a sparse volume), on each volume geometry
 # (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's
 # writeback cache off; then fsd_crash.sh with more rounds; then
+# fsd_dxdir.sh with more kills and its speed figure; then
 # fsd_stress.sh (three nodes) with more seeds and operations; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
@@ -222,6 +223,7 @@ SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
 SOAK_CRASH_ROUNDS ?= 40
+SOAK_DXDIR_ROUNDS ?= 20
 SOAK_FUZZ_RUNS	 ?= 1000000
 SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
 SOAK_STRESS_OPS	 ?= 20000
@@ -243,6 +245,9 @@ soak: all
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_crash.sh || rc=1; \
+	echo "== fsd_dxdir: $(SOAK_DXDIR_ROUNDS) kills while creating, the speed of indexed and linear directories"; \
+	FSD_DXDIR_CRASH_ROUNDS=$(SOAK_DXDIR_ROUNDS) FSD_DXDIR_SPEED=1 OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/fsd_dxdir.sh || rc=1; \
 	echo "== fsd_stress: $(SOAK_STRESS_OPS) operations per process, seeds $(SOAK_STRESS_SEEDS)"; \
 	FSD_STRESS_SEEDS="$(SOAK_STRESS_SEEDS)" FSD_STRESS_OPS=$(SOAK_STRESS_OPS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_stress.sh || rc=1; \

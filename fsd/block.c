@@ -227,6 +227,17 @@ check_dir_entries(struct fsd *fs, const uint8_t *p, size_t len, char *why, size_
 }
 
 static int
+check_dx_block(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t *p,
+    char *why, size_t whylen)
+{
+	if (fs->check_dx_block == NULL) {
+		snprintf(why, whylen, "no check of indexed directory blocks registered");
+		return -1;
+	}
+	return fs->check_dx_block(fs, type, blkno, p, why, whylen);
+}
+
+static int
 check_extent_list(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned capacity,
     char *why, size_t whylen)
 {
@@ -379,6 +390,10 @@ block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 		return validate_group(fs, blkno, (const void *)data, why, whylen);
 	case BLK_DIR:
 		return check_dir_entries(fs, data, fs->vol.block_bytes, why, whylen);
+	case BLK_DXDIR:
+	case BLK_DX_ROOT:
+	case BLK_DX_LEAF:
+		return check_dx_block(fs, type, blkno, data, why, whylen);
 	case BLK_RAW:
 	case BLK_NTYPES:
 		break;

@@ -6,6 +6,11 @@
  * walks the block from its start to the first entry at or after the
  * cookie, so offsets stay valid while entries come and go, and across an
  * expansion, which keeps every entry at its offset.
+ *
+ * On a volume with indexed-dirs each block ends with a trailer, a record
+ * that looks like an unused entry to older readers (doc/indexed-dirs.md):
+ * new entries never go into it. Indexed directories find names through
+ * dxdir.c; the others through the in-memory index of dirindex.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +54,7 @@ void
 dir_register_checks(struct fsd *fs)
 {
 	fs->check_dir_entries = dir_block_check;
+	dx_register_checks(fs);
 }
 
 /* Walk the entries of one block (or the inline area) starting at base. */
@@ -112,7 +118,7 @@ dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
 				return -EIO;
 			}
 		}
-		if ((r = block_read_owned(fs, ex.pblk + (lblk - ex_start), BLK_DIR, blkno, &b)) != 0)
+		if ((r = dir_block_read(fs, di, ex.pblk + (lblk - ex_start), &b)) != 0)
 			return r;
 		r = walk_area(b->data, bs, lblk * bs, pos, fn, arg);
 		block_put(fs, b);
@@ -155,7 +161,7 @@ entry_at(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos, struct fsd
 		return rc;
 	if (ex.pblk == 0)
 		return -ENOENT;
-	if ((rc = block_read_owned(fs, ex.pblk, BLK_DIR, LE64(di->i_blkno), bp)) != 0)
+	if ((rc = dir_block_read(fs, di, ex.pblk, bp)) != 0)
 		return rc;
 	*dep = (const struct ocfs2_dir_entry *)((*bp)->data + off);
 	return 0;
@@ -179,7 +185,7 @@ index_find(struct fsd *fs, const struct ocfs2_dinode *di, const char *name, size
 	struct fsd_inode *ip;
 	int r;
 
-	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL)
+	if ((LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL) || dx_indexed(di))
 		return -1;
 	if ((ip = inode_find(fs, LE64(di->i_blkno))) == NULL)
 		return -1;
@@ -206,6 +212,8 @@ index_update(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *na
 	uint64_t blkno = LE64(di->i_blkno);
 	unsigned i;
 
+	if (dx_indexed(di))
+		return;
 	for (i = 0; i < h->ndirs && h->dirs[i] != blkno; i++)
 		;
 	if (i == h->ndirs && h->ndirs < nitems(h->dirs))
@@ -233,12 +241,20 @@ dir_lookup(struct fsd *fs, const struct ocfs2_dinode *di, const char *name, size
 {
 	struct lookup_arg la = { name, len, 0 };
 	const struct ocfs2_dir_entry *de;
+	struct dx_found f;
 	struct fsd_buf *b;
 	uint64_t pos;
 	int r;
 
 	if (len == 0 || len > OCFS2_MAX_FILENAME_LEN)
 		return -ENOENT;
+	if (dx_indexed(di)) {
+		if ((r = dx_find(fs, di, name, len, &f)) != 0)
+			return r;
+		*ino = LE64(((const struct ocfs2_dir_entry *)(f.blk->data + f.off))->inode);
+		dx_release(fs, &f);
+		return 0;
+	}
 	r = index_find(fs, di, name, len, &pos);
 	if (r == 0)
 		return -ENOENT;
@@ -292,8 +308,7 @@ for_each_block(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from,
 				return -EIO;
 			}
 		}
-		if ((r = block_read_owned(fs, ex.pblk + (lblk - ex_start), BLK_DIR, LE64(di->i_blkno),
-		    &b)) != 0)
+		if ((r = dir_block_read(fs, di, ex.pblk + (lblk - ex_start), &b)) != 0)
 			return r;
 		if ((r = fn(arg, b, lblk)) != 0) {
 			*bp = b;
@@ -311,25 +326,32 @@ struct find_arg {
 	unsigned	 off, prev;	/* entry found and the one before it (or ~0) */
 };
 
-/* Look for fa's name among the entries tiling p[0, len): 1 when found. */
-static int
-find_in(struct find_arg *fa, const uint8_t *p, unsigned len)
+int
+dir_block_find(const uint8_t *p, unsigned len, const char *name, size_t namelen,
+    unsigned *offp, unsigned *prevp)
 {
 	const struct ocfs2_dir_entry *de;
 	unsigned off = 0, prev = ~0u;
 
 	while (off < len) {
 		de = (const struct ocfs2_dir_entry *)(p + off);
-		if (de->inode != 0 && de->name_len == fa->len &&
-		    memcmp(de->name, fa->name, fa->len) == 0) {
-			fa->off = off;
-			fa->prev = prev;
+		if (de->inode != 0 && de->name_len == namelen &&
+		    memcmp(de->name, name, namelen) == 0) {
+			*offp = off;
+			*prevp = prev;
 			return 1;
 		}
 		prev = off;
 		off += LE16(de->rec_len);
 	}
 	return 0;
+}
+
+/* Look for fa's name among the entries tiling p[0, len): 1 when found. */
+static int
+find_in(struct find_arg *fa, const uint8_t *p, unsigned len)
+{
+	return dir_block_find(p, len, fa->name, fa->len, &fa->off, &fa->prev);
 }
 
 static int
@@ -357,17 +379,23 @@ find_entry(struct fsd *fs, const struct ocfs2_dinode *di, struct find_arg *fa, s
 	return for_each_block(fs, di, 0, find_cb, fa, bp);
 }
 
-/* Drop the entry fa found in p: fold it into the entry before, as the kernel does. */
-static void
-drop_entry(uint8_t *p, const struct find_arg *fa)
+/* Drop the entry at off: fold it into the entry before, as the kernel does. */
+void
+dir_block_drop_entry(uint8_t *p, unsigned off, unsigned prev)
 {
-	struct ocfs2_dir_entry *de = (struct ocfs2_dir_entry *)(p + fa->off), *pde;
+	struct ocfs2_dir_entry *de = (struct ocfs2_dir_entry *)(p + off), *pde;
 
-	if (fa->prev != ~0u) {
-		pde = (struct ocfs2_dir_entry *)(p + fa->prev);
+	if (prev != ~0u) {
+		pde = (struct ocfs2_dir_entry *)(p + prev);
 		pde->rec_len = htole16(LE16(pde->rec_len) + LE16(de->rec_len));
 	} else
 		de->inode = 0;
+}
+
+static void
+drop_entry(uint8_t *p, const struct find_arg *fa)
+{
+	dir_block_drop_entry(p, fa->off, fa->prev);
 }
 
 static void
@@ -409,11 +437,19 @@ dir_remove(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t l
 {
 	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)dib->data;
 	struct find_arg fa = { name, len, h->fs->vol.block_bytes, 0, 0 };
+	struct dx_found f;
 	struct fsd_buf *b;
 	int r;
 
 	if (inline_change(h, dib, &fa, 1, 0, 0, &r))
 		return r;
+	if (dx_indexed(di)) {
+		if ((r = dx_find(h->fs, di, name, len, &f)) != 0)
+			return r;
+		r = dx_remove(h, dib, &f);
+		dx_release(h->fs, &f);
+		return r;
+	}
 	r = find_entry(h->fs, di, &fa, &b);
 	if (r < 0)
 		return r;
@@ -434,12 +470,23 @@ dir_retarget(struct fsd_handle *h, struct fsd_buf *dib, const char *name,
 {
 	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)dib->data;
 	struct find_arg fa = { name, len, h->fs->vol.block_bytes, 0, 0 };
+	struct dx_found f;
 	struct fsd_buf *b;
 	int r;
 
 	if (inline_change(h, dib, &fa, 0, ino, type, &r))
 		return r;
-	r = find_entry(h->fs, di, &fa, &b);
+	if (dx_indexed(di)) {
+		/* the name stays: its index entry too */
+		if ((r = dx_find(h->fs, di, name, len, &f)) != 0)
+			return r;
+		fa.off = f.off;
+		b = f.blk;
+		block_ref(h->fs, b);
+		dx_release(h->fs, &f);
+		r = 1;
+	} else
+		r = find_entry(h->fs, di, &fa, &b);
 	if (r < 0)
 		return r;
 	if (r == 0)
@@ -452,10 +499,36 @@ dir_retarget(struct fsd_handle *h, struct fsd_buf *dib, const char *name,
 	return r;
 }
 
+/*
+ * Where the entries of a block end: at its trailer when it has one. The
+ * kernel keeps trailers only in indexed directories, but a block of
+ * another directory may carry one (fsd lays it on every new block of an
+ * indexed-dirs volume): new entries stay out of it all the same.
+ */
+static unsigned
+entries_end(const struct fsd *fs, const uint8_t *p)
+{
+	const struct ocfs2_dir_block_trailer *t = dir_trailer(fs, p);
+	const struct ocfs2_dir_entry *de;
+	unsigned bs = fs->vol.block_bytes, toff = bs - (unsigned)sizeof(*t), off = 0;
+
+	if (memcmp(t->db_signature, OCFS2_DIR_TRAILER_SIGNATURE,
+	    sizeof(OCFS2_DIR_TRAILER_SIGNATURE) - 1) != 0 || t->db_compat_inode != 0 ||
+	    LE16(t->db_compat_rec_len) != sizeof(*t))
+		return bs;
+	/* only a record of its own: an entry boundary must fall there */
+	while (off < toff) {
+		de = (const struct ocfs2_dir_entry *)(p + off);
+		off += LE16(de->rec_len);
+	}
+	return off == toff ? toff : bs;
+}
+
 struct space_arg {
-	unsigned	need, bs;
-	unsigned	off;
-	uint64_t	lblk;
+	const struct fsd	*fs;
+	unsigned		 need;
+	unsigned		 off;
+	uint64_t		 lblk;
 };
 
 /* An unused entry big enough, or a live one with enough slack to split, in p[0, len). */
@@ -484,7 +557,7 @@ space_cb(void *arg, struct fsd_buf *b, uint64_t lblk)
 	struct space_arg *sa = arg;
 
 	sa->lblk = lblk;
-	return space_in(sa, b->data, sa->bs);
+	return space_in(sa, b->data, entries_end(sa->fs, b->data));
 }
 
 static unsigned
@@ -508,13 +581,41 @@ put_entry(uint8_t *blk, unsigned off, uint64_t ino, const char *name, size_t len
 	return (unsigned)((uint8_t *)de - blk);
 }
 
-/* Grow the directory by one block (a new cluster when the last is full). */
-static int
-dir_extend(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
+int
+dir_block_put_entry(struct fsd *fs, uint8_t *p, unsigned len, uint64_t ino, const char *name,
+    size_t namelen, uint8_t type)
+{
+	struct space_arg sa = { fs, OCFS2_DIR_REC_LEN(namelen), 0, 0 };
+
+	if (!space_in(&sa, p, len))
+		return -ENOSPC;
+	put_entry(p, sa.off, ino, name, namelen, type);
+	return 0;
+}
+
+/* What type a new block of the directory is cached as (dir_block_read's). */
+static enum blk_type
+new_block_type(const struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	/* a directory getting its first block on such a volume is indexed in the same handle */
+	if (dx_indexed(di) || (dx_volume(fs) && LE64(di->i_size) == 0))
+		return BLK_DXDIR;
+	return BLK_DIR;
+}
+
+/*
+ * Grow the directory by one block (a new cluster when the last is full),
+ * one unused entry up to the trailer, which a volume with indexed-dirs
+ * lays on every new block (ocfs2_extend_dir); in an indexed directory the
+ * block joins the free-space list.
+ */
+int
+dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
 	uint64_t size = LE64(di->i_size), lblk = size >> fs->bbits;
+	unsigned bs = fs->vol.block_bytes, end = bs;
 	struct ocfs2_dir_entry *de;
 	struct fsd_extent ex;
 	uint32_t start;
@@ -535,24 +636,34 @@ dir_extend(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 		return rc;
 	if (ex.pblk == 0)
 		return -EIO;
-	if ((rc = block_new_owned(fs, ex.pblk, BLK_DIR, LE64(di->i_blkno), bp)) != 0)
+	if ((rc = block_new_owned(fs, ex.pblk, new_block_type(fs, di), LE64(di->i_blkno), bp)) != 0)
 		return rc;
 	if ((rc = journal_access(h, *bp)) != 0) {
 		block_put(fs, *bp);
 		return rc;
 	}
+	if (dx_volume(fs)) {
+		end = bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer);
+		dir_trailer_init(fs, *bp, LE64(di->i_blkno), end);
+	}
 	de = (struct ocfs2_dir_entry *)(*bp)->data;
-	de->rec_len = htole16(fs->vol.block_bytes);
-	di->i_size = htole64(size + fs->vol.block_bytes);
+	de->rec_len = htole16(end);
+	di->i_size = htole64(size + bs);
 	journal_dirty(h, dib);
+	journal_dirty(h, *bp);
+	if (dx_indexed(di) && (rc = dx_link_free_block(h, di, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
 	return 0;
 }
 
 /*
  * A full inline directory moves to a block, as ocfs2_expand_inline_dir
  * does: a new cluster, its first block the inline entries with the last
- * one stretched to the end of the block, i_size one block, id2 an extent
- * list. No trailer: fsd refuses the features that put one there.
+ * one stretched to the end of the block (to its trailer on a volume with
+ * indexed-dirs, where the directory is indexed at once), i_size one
+ * block, id2 an extent list.
  */
 static int
 expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
@@ -560,6 +671,7 @@ expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
 	unsigned bs = fs->vol.block_bytes, size = (unsigned)LE64(di->i_size), off = 0, rec, got;
+	unsigned end = dx_volume(fs) ? bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer) : bs;
 	struct ocfs2_dir_entry *de;
 	struct fsd_buf *b;
 	uint32_t start;
@@ -571,7 +683,8 @@ expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
 	if ((rc = la_claim(h, 0, 1, 1, &start, &got)) != 0)
 		return rc;
 	pblk = (uint64_t)start << (fs->cbits - fs->bbits);
-	if ((rc = block_new_owned(fs, pblk, BLK_DIR, dib->blkno, &b)) != 0)
+	if ((rc = block_new_owned(fs, pblk, dx_volume(fs) ? BLK_DXDIR : BLK_DIR, dib->blkno,
+	    &b)) != 0)
 		return rc;
 	if ((rc = journal_access(h, b)) != 0) {
 		block_put(fs, b);
@@ -585,17 +698,21 @@ expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
 			break;
 		off += rec;
 	}
-	de->rec_len = htole16(bs - off);
+	de->rec_len = htole16(end - off);
+	if (dx_volume(fs))
+		dir_trailer_init(fs, b, dib->blkno, dir_block_max_hole(b->data, end));
 	journal_dirty(h, b);
-	block_put(fs, b);
 	memset(&di->id2, 0, bs - offsetof(struct ocfs2_dinode, id2));
 	di->id2.i_list.l_count = htole16(ocfs2_extent_recs_per_inode(bs));
 	di->i_dyn_features = htole16(LE16(di->i_dyn_features) & ~OCFS2_INLINE_DATA_FL);
-	if ((rc = extent_append(h, dib, 0, pblk, 1)) != 0)
-		return rc;
-	di->i_size = htole64(bs);
-	journal_dirty(h, dib);
-	return 0;
+	if ((rc = extent_append(h, dib, 0, pblk, 1)) == 0) {
+		di->i_size = htole64(bs);
+		journal_dirty(h, dib);
+		if (dx_volume(fs))
+			rc = dx_attach(h, dib, b);
+	}
+	block_put(fs, b);
+	return rc;
 }
 
 int
@@ -603,7 +720,7 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
     uint8_t type)
 {
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
-	struct space_arg sa = { OCFS2_DIR_REC_LEN(len), h->fs->vol.block_bytes, 0, 0 };
+	struct space_arg sa = { h->fs, OCFS2_DIR_REC_LEN(len), 0, 0 };
 	uint64_t nblocks;
 	struct fsd_buf *b;
 	unsigned off;
@@ -620,6 +737,8 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 		if ((r = expand_inline(h, dib)) != 0)
 			return r;
 	}
+	if (dx_indexed(di))
+		return dx_add(h, dib, name, len, ino, type);
 	nblocks = LE64(di->i_size) >> h->fs->bbits;
 	/* The last block first: directories mostly grow at the end. */
 	if (nblocks > 0)
@@ -630,7 +749,7 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 		return r;
 	if (r == 0) {
 		sa.lblk = LE64(di->i_size) >> h->fs->bbits;
-		if ((r = dir_extend(h, dib, &b)) != 0)
+		if ((r = dir_extend_block(h, dib, &b)) != 0)
 			return r;
 		sa.off = 0;
 	} else if ((r = journal_access(h, b)) != 0) {
@@ -668,6 +787,7 @@ dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
+	unsigned end = fs->vol.block_bytes;
 	struct fsd_buf *b;
 	int rc;
 
@@ -682,12 +802,19 @@ dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent)
 		journal_dirty(h, dib);
 		return 0;
 	}
-	if ((rc = dir_extend(h, dib, &b)) != 0)
+	if ((rc = dir_extend_block(h, dib, &b)) != 0)
 		return rc;
-	fill_initial(b->data, fs->vol.block_bytes, dib->blkno, parent);
+	if (dx_volume(fs))
+		end -= (unsigned)sizeof(struct ocfs2_dir_block_trailer);
+	fill_initial(b->data, end, dib->blkno, parent);
+	if (dx_volume(fs)) {
+		/* indexed from the start, as ocfs2_fill_new_dir_dx */
+		dir_trailer_init(fs, b, dib->blkno, dir_block_max_hole(b->data, end));
+		rc = dx_attach(h, dib, b);
+	}
 	journal_dirty(h, b);
 	block_put(fs, b);
-	return 0;
+	return rc;
 }
 
 static int

@@ -160,6 +160,42 @@ extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 
 /* ---- changing trees (inside a handle) ---------------------------------- */
 
+/*
+ * The root a tree hangs from: an inode's id2 list, or the list of a
+ * directory index root (doc/indexed-dirs.md), with the cluster count and
+ * last leaf each keeps beside it. Blocks of either belong to the inode
+ * whose lock covers them (the buffer's owner).
+ */
+struct xroot {
+	struct ocfs2_extent_list	*el;
+	__le32				*clusters;
+	__le64				*last_eb;
+};
+
+static void
+xroot_of(struct fsd_buf *b, struct xroot *r)
+{
+	struct ocfs2_dx_root_block *dx = (struct ocfs2_dx_root_block *)b->data;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)b->data;
+
+	if (memcmp(dx->dr_signature, OCFS2_DX_ROOT_SIGNATURE,
+	    sizeof(OCFS2_DX_ROOT_SIGNATURE) - 1) == 0) {
+		r->el = &dx->dr_list;
+		r->clusters = &dx->dr_clusters;
+		r->last_eb = &dx->dr_last_eb_blk;
+	} else {
+		r->el = &di->id2.i_list;
+		r->clusters = &di->i_clusters;
+		r->last_eb = &di->i_last_eb_blk;
+	}
+}
+
+static void
+xroot_add_clusters(struct xroot *r, int64_t n)
+{
+	*r->clusters = htole32((uint32_t)((int64_t)LE32(*r->clusters) + n));
+}
+
 /* Clusters a record covers, at either kind of level. */
 static uint32_t
 rec_clusters(const struct ocfs2_extent_list *el, const struct ocfs2_extent_rec *r)
@@ -230,7 +266,7 @@ rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *r
 			return -EIO;
 		}
 		child = LE64(el->l_recs[n - 1].e_blkno);
-		if ((rc = path_step(fs, p, i, child, p->b[0]->blkno)) != 0)
+		if ((rc = path_step(fs, p, i, child, p->b[0]->owner)) != 0)
 			return rc;
 		el = p->el[i];
 	}
@@ -335,14 +371,16 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
     uint32_t clusters)
 {
 	struct fsd *fs = h->fs;
-	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
-	struct ocfs2_extent_list *root = &di->id2.i_list, *leaf, *el;
+	struct xroot xr;
+	struct ocfs2_extent_list *root, *leaf, *el;
 	struct ocfs2_extent_rec *r;
 	struct fsd_buf *nb[EXTENT_MAX_DEPTH + 1], *sb;
 	struct xpath p;
 	unsigned n, lvl, i, k, target;
 	int rc;
 
+	xroot_of(ib, &xr);
+	root = xr.el;
 	while (clusters > 0) {
 		/* a leaf record holds at most 65535 clusters */
 		uint32_t chunk = clusters > 65535 ? 65535 : clusters;
@@ -386,15 +424,14 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 					rc = -EFBIG;
 					goto out;
 				}
-				if ((rc = new_extent_block(h, ib->blkno, p.depth, &sb)) != 0)
+				if ((rc = new_extent_block(h, ib->owner, p.depth, &sb)) != 0)
 					goto out;
 				el = &((struct ocfs2_extent_block *)sb->data)->h_list;
 				k = LE16(root->l_next_free_rec);
 				memcpy(el->l_recs, root->l_recs, k * sizeof(*r));
 				el->l_next_free_rec = htole16(k);
-				if (p.depth == 0) {
-					di->i_last_eb_blk = htole64(sb->blkno);
-				}
+				if (p.depth == 0)
+					*xr.last_eb = htole64(sb->blkno);
 				memset(root->l_recs, 0, LE16(root->l_count) * sizeof(*r));
 				root->l_tree_depth = htole16(p.depth + 1);
 				root->l_next_free_rec = htole16(1);
@@ -414,7 +451,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 			/* New blocks for every level below lvl, the leaf last. */
 			memset(nb, 0, sizeof(nb));
 			for (i = lvl + 1; i <= p.depth; i++) {
-				if ((rc = new_extent_block(h, ib->blkno, p.depth - i, &nb[i])) != 0) {
+				if ((rc = new_extent_block(h, ib->owner, p.depth - i, &nb[i])) != 0) {
 					while (--i > lvl)
 						block_put(fs, nb[i]);
 					goto out;
@@ -438,7 +475,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 			/* Chain the leaves and point the inode at the new last one. */
 			((struct ocfs2_extent_block *)p.b[p.depth]->data)->h_next_leaf_blk =
 			    htole64(nb[p.depth]->blkno);
-			di->i_last_eb_blk = htole64(nb[p.depth]->blkno);
+			*xr.last_eb = htole64(nb[p.depth]->blkno);
 			for (i = lvl + 1; i <= p.depth; i++)
 				block_put(fs, nb[i]);
 			/* Levels above lvl now end at the new range. */
@@ -455,7 +492,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 		path_dirty(h, &p);
 		path_put(fs, &p);
 next:
-		di->i_clusters = htole32(LE32(di->i_clusters) + chunk);
+		xroot_add_clusters(&xr, chunk);
 		cpos += chunk;
 		pblk += (uint64_t)chunk * fs->bpc;
 		clusters -= chunk;
@@ -471,12 +508,12 @@ out:
  * the leaf chain and is the inode's i_last_eb_blk.
  */
 static void
-path_normalize(struct fsd_handle *h, struct ocfs2_dinode *di, struct xpath *p)
+path_normalize(struct fsd_handle *h, struct xroot *xr, struct xpath *p)
 {
 	if (p->depth > 0 && LE16(p->el[p->depth]->l_next_free_rec) > 0) {
 		path_fix_interior(p);
 		((struct ocfs2_extent_block *)p->b[p->depth]->data)->h_next_leaf_blk = 0;
-		di->i_last_eb_blk = htole64(p->b[p->depth]->blkno);
+		*xr->last_eb = htole64(p->b[p->depth]->blkno);
 	}
 	path_dirty(h, p);
 }
@@ -485,8 +522,8 @@ int
 extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 {
 	struct fsd *fs = h->fs;
-	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
-	struct ocfs2_extent_list *root = &di->id2.i_list, *leaf, *parent;
+	struct xroot xr;
+	struct ocfs2_extent_list *root, *leaf, *parent;
 	struct ocfs2_extent_rec *r;
 	struct xpath p;
 	uint32_t start, len, cut;
@@ -494,6 +531,8 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 	unsigned n, i;
 	int rc;
 
+	xroot_of(ib, &xr);
+	root = xr.el;
 	for (;;) {
 		if ((rc = rightmost_path(fs, ib, root, &p)) != 0)
 			return rc;
@@ -516,13 +555,13 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 			if (LE16(root->l_next_free_rec) == 0) {
 				/* nothing left at all: an empty list in the inode */
 				root->l_tree_depth = 0;
-				di->i_last_eb_blk = 0;
+				*xr.last_eb = 0;
 			}
 			path_dirty(h, &p);
 			path_put(fs, &p);
 			continue;
 		}
-		path_normalize(h, di, &p);
+		path_normalize(h, &xr, &p);
 		r = n ? &leaf->l_recs[n - 1] : NULL;
 		if (r != NULL && LE16(r->e_leaf_clusters) == 0) {
 			memset(r, 0, sizeof(*r));
@@ -544,8 +583,8 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 			leaf->l_next_free_rec = htole16(n - 1);
 		} else
 			r->e_leaf_clusters = htole16((uint16_t)(len - cut));
-		di->i_clusters = htole32(LE32(di->i_clusters) - cut);
-		path_normalize(h, di, &p);
+		xroot_add_clusters(&xr, -(int64_t)cut);
+		path_normalize(h, &xr, &p);
 		path_put(fs, &p);
 	}
 	rc = 0;
@@ -718,7 +757,7 @@ leaf_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel, u
 			*end = LE32(el->l_recs[k + 1].e_cpos);
 		idx[i - 1] = k;
 		child = LE64(el->l_recs[k].e_blkno);
-		if ((rc = path_step(fs, p, i, child, root->blkno)) != 0)
+		if ((rc = path_step(fs, p, i, child, root->owner)) != 0)
 			return rc;
 		el = p->el[i];
 	}
@@ -835,8 +874,8 @@ static int
 tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, unsigned n)
 {
 	struct fsd *fs = h->fs;
-	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
-	struct ocfs2_extent_list *root = &di->id2.i_list, *el;
+	struct xroot xr;
+	struct ocfs2_extent_list *root, *el;
 	struct ocfs2_extent_rec *er;
 	unsigned per = ocfs2_extent_recs_per_eb(fs->vol.block_bytes), fill = per - per / 4;
 	unsigned nn, k, i, j, from, take, depth = 0;
@@ -844,10 +883,12 @@ tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, un
 	struct fsd_buf *b, *prev = NULL;
 	int rc = 0;
 
+	xroot_of(ib, &xr);
+	root = xr.el;
 	if (n <= LE16(root->l_count)) {
 		root->l_tree_depth = 0;
 		leaf_store(root, recs, n);
-		di->i_last_eb_blk = 0;
+		*xr.last_eb = 0;
 		return 0;
 	}
 	/* the leaves, chained, each with its share of the records */
@@ -856,7 +897,7 @@ tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, un
 		return -ENOMEM;
 	for (i = 0, from = 0; i < k; i++, from += take) {
 		take = n / k + (i < n % k);
-		if ((rc = new_extent_block(h, ib->blkno, 0, &b)) != 0)
+		if ((rc = new_extent_block(h, ib->owner, 0, &b)) != 0)
 			goto out;
 		leaf_store(&((struct ocfs2_extent_block *)b->data)->h_list, recs + from, take);
 		journal_dirty(h, b);
@@ -872,7 +913,7 @@ tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, un
 		if (i > 0)
 			nodes[i - 1].end = nodes[i].cpos;
 	}
-	di->i_last_eb_blk = htole64(prev->blkno);
+	*xr.last_eb = htole64(prev->blkno);
 	block_put(fs, prev);
 	/* interior levels until the inode's list holds the top one */
 	for (nn = k, depth = 1; nn > LE16(root->l_count); nn = k, depth++) {
@@ -887,7 +928,7 @@ tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, un
 		}
 		for (i = 0, from = 0; i < k; i++, from += take) {
 			take = nn / k + (i < nn % k);
-			if ((rc = new_extent_block(h, ib->blkno, depth, &b)) != 0)
+			if ((rc = new_extent_block(h, ib->owner, depth, &b)) != 0)
 				goto out;
 			el = &((struct ocfs2_extent_block *)b->data)->h_list;
 			for (j = 0; j < take; j++) {
@@ -926,14 +967,15 @@ static int
 tree_rebuild(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *e)
 {
 	struct fsd *fs = h->fs;
-	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct xroot xr;
 	struct xcollect c;
 	struct xrec *out = NULL;
 	unsigned i;
 	int rc, m;
 
 	memset(&c, 0, sizeof(c));
-	if ((rc = tree_collect(fs, ib->blkno, &di->id2.i_list, &c)) != 0)
+	xroot_of(ib, &xr);
+	if ((rc = tree_collect(fs, ib->owner, xr.el, &c)) != 0)
 		goto out;
 	if ((out = calloc(c.nrecs + 2, sizeof(*out))) == NULL) {
 		rc = -ENOMEM;
@@ -962,7 +1004,7 @@ static int
 tree_edit(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *whole)
 {
 	struct fsd *fs = h->fs;
-	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct xroot xr;
 	struct ocfs2_extent_list *leaf;
 	struct xedit e = *whole, piece;
 	struct xrec *in = NULL, *out = NULL;
@@ -971,8 +1013,9 @@ tree_edit(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *whole)
 	struct xpath p;
 	int rc = 0, m;
 
+	xroot_of(ib, &xr);
 	while (e.len > 0 && rc == 0) {
-		if ((rc = leaf_path(fs, ib, &di->id2.i_list, e.cpos, &p, idx, &end)) != 0)
+		if ((rc = leaf_path(fs, ib, xr.el, e.cpos, &p, idx, &end)) != 0)
 			break;
 		piece = e;
 		if ((uint64_t)e.cpos + e.len > end)
@@ -1016,13 +1059,14 @@ int
 extent_insert(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
     uint64_t pblk, uint8_t flags)
 {
-	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
 	struct xedit e = { XEDIT_INSERT, cpos, len, pblk, flags };
+	struct xroot xr;
 	int rc;
 
 	if ((rc = journal_access(h, ib)) != 0 || (rc = tree_edit(h, ib, &e)) != 0)
 		return rc;
-	di->i_clusters = htole32(LE32(di->i_clusters) + len);
+	xroot_of(ib, &xr);
+	xroot_add_clusters(&xr, len);
 	journal_dirty(h, ib);
 	return 0;
 }

@@ -460,6 +460,9 @@ free_all_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
 	/* a fast symlink has no clusters (ocfs2_truncate_for_delete skips it) */
 	if (fsd_fast_symlink(di))
 		return 0;
+	/* an indexed directory's index goes first (ocfs2_dx_dir_truncate) */
+	if (S_ISDIR(LE16(di->i_mode)) && (rc = dx_truncate(h, ib)) != 0)
+		return rc;
 	rc = extent_truncate(h, ib, 0);
 	if (rc != 0 && rc != -EAGAIN)
 		return rc;

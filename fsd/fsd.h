@@ -39,8 +39,11 @@
  *                another node's appends
  *   extent.c     extent trees of any depth: mapping, growth, truncation,
  *                edits anywhere (sparse files)
- *   dir.c        directory blocks: iteration, lookup, add/remove entries
- *   dirindex.c   in-memory name index of a directory
+ *   dir.c        directory blocks: iteration, lookup, add/remove entries,
+ *                block trailers; hands indexed directories to dxdir.c
+ *   dirindex.c   in-memory name index of a directory without an on-disk one
+ *   dxdir.c      indexed directories (indexed-dirs): the hash, dx root and
+ *                leaf blocks, the free-space list of directory blocks
  *   orphan.c     the orphan directory: unlinked-while-used inodes
  *   orphanscan.c the periodic scan of every slot's orphan directory
  *   data.c       file data reads
@@ -83,6 +86,9 @@ enum blk_type {
 	BLK_EXTENT,
 	BLK_GROUP,
 	BLK_DIR,	/* directory block: entries must tile it */
+	BLK_DXDIR,	/* block of an indexed directory: entries, then a trailer */
+	BLK_DX_ROOT,	/* directory index root */
+	BLK_DX_LEAF,	/* directory index leaf */
 	BLK_NTYPES
 };
 
@@ -112,6 +118,9 @@ struct fsd;
 typedef int (*blk_dir_check_fn)(const uint8_t *p, size_t len, char *why, size_t whylen);
 typedef int (*blk_extent_check_fn)(struct fsd *fs, const struct ocfs2_extent_list *el,
 	    unsigned capacity, char *why, size_t whylen);
+/* The block types of indexed directories (BLK_DXDIR, BLK_DX_ROOT, BLK_DX_LEAF). */
+typedef int (*blk_dx_check_fn)(struct fsd *fs, enum blk_type type, uint64_t blkno,
+	    const uint8_t *p, char *why, size_t whylen);
 
 struct fsd_cache {
 	pthread_mutex_t	  mtx;
@@ -255,6 +264,9 @@ struct fsd {
 	struct fsd_cache cache;
 	blk_dir_check_fn check_dir_entries;	/* dir.c's */
 	blk_extent_check_fn check_extent_list;	/* extent.c's */
+	blk_dx_check_fn	 check_dx_block;	/* dxdir.c's */
+	uint32_t	 dx_seed[4];		/* the index's hash seed (dxdir.c) */
+	int		 dx_seed_known;
 	struct fsd_itable *itable;
 	struct fsd_journal *journal;		/* our slot's, NULL when read-only */
 	unsigned	 node_num;		/* what we write in the slot map */
@@ -644,6 +656,61 @@ int	 dir_retarget(struct fsd_handle *h, struct fsd_buf *dib, const char *name,
 int	 dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent);
 /* 1 when only "." and ".." are left, 0 if not, -errno. */
 int	 dir_is_empty(struct fsd *fs, const struct ocfs2_dinode *di);
+
+/*
+ * Inside a directory block (p[0, len), entries tiling it): find a live
+ * name (1, *off and the entry before it in *prev, ~0u: none), put an
+ * entry in the first place with room (0, or -ENOSPC), drop one found.
+ */
+int	 dir_block_find(const uint8_t *p, unsigned len, const char *name, size_t namelen,
+	    unsigned *off, unsigned *prev);
+int	 dir_block_put_entry(struct fsd *fs, uint8_t *p, unsigned len, uint64_t ino,
+	    const char *name, size_t namelen, uint8_t type);
+void	 dir_block_drop_entry(uint8_t *p, unsigned off, unsigned prev);
+/* Inside a handle: one more block at the directory's end, empty (trailer laid if due). */
+int	 dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp);
+
+/* dxdir.c: indexed directories (doc/indexed-dirs.md) */
+struct dx_hash {
+	uint32_t	major, minor;
+};
+/* ocfs2_dx_dir_name_hash: seed is s_dx_seed[0..2] and s_uuid_hash. Pure. */
+void	 dx_name_hash(const uint32_t seed[4], const char *name, size_t len, struct dx_hash *hv);
+/* Does the volume index directories / is this directory indexed? */
+int	 dx_volume(const struct fsd *fs);
+int	 dx_indexed(const struct ocfs2_dinode *di);
+/* A block of directory di, checked as its kind of directory keeps them. */
+int	 dir_block_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pblk,
+	    struct fsd_buf **bp);
+/* The largest hole for a new entry among the entries tiling p[0, end), 0 if none. */
+unsigned dir_block_max_hole(const uint8_t *p, unsigned end);
+/* The trailer at the end of a directory block. */
+const struct ocfs2_dir_block_trailer *dir_trailer(const struct fsd *fs, const uint8_t *blk);
+/* Lay a trailer at the end of b, a block of directory dir. */
+void	 dir_trailer_init(const struct fsd *fs, struct fsd_buf *b, uint64_t dir,
+	    unsigned free_rec_len);
+/* block_validate checks the blocks of indexed directories with dxdir.c's checks. */
+void	 dx_register_checks(struct fsd *fs);
+/* A name found through the index: its dx entry and its directory entry. */
+struct dx_found {
+	struct dx_hash	 hv;
+	struct fsd_buf	*root, *leaf;	/* leaf NULL: the entries are in the root */
+	unsigned	 idx;		/* of the dx entry in its list */
+	struct fsd_buf	*blk;		/* the directory block holding the name */
+	unsigned	 off, prev;	/* the entry in blk and the one before (~0u: none) */
+};
+/* 0 and *f (dx_release it), -ENOENT, or -EIO. */
+int	 dx_find(struct fsd *fs, const struct ocfs2_dinode *di, const char *name, size_t len,
+	    struct dx_found *f);
+void	 dx_release(struct fsd *fs, struct dx_found *f);
+/* Inside a handle, the directory locked EX (dib its inode buffer): */
+int	 dx_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
+	    uint64_t ino, uint8_t type);
+int	 dx_remove(struct fsd_handle *h, struct fsd_buf *dib, struct dx_found *f);
+/* A new last block b of an indexed directory joins its free-space list. */
+int	 dx_link_free_block(struct fsd_handle *h, const struct ocfs2_dinode *di, struct fsd_buf *b);
+int	 dx_attach(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf *b);
+int	 dx_truncate(struct fsd_handle *h, struct fsd_buf *dib);
 
 /* dirindex.c */
 struct dir_index *dindex_new(void);
