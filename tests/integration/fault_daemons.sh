@@ -488,10 +488,10 @@ check "no slot is left taken" sh -c "! debugfs.ocfs2 -R slotmap '$IMG' 2>/dev/nu
 check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
 
 echo "-- figures (seed $SEED)"
-printf '   %-15s %6s %9s %6s %7s\n' kind faults acked lost failed
+printf '   %-22s %6s %9s %6s %7s\n' kind faults acked lost failed
 for kind in "${ALL_KINDS[@]}"; do
 	[[ -n ${F_COUNT[$kind]:-} ]] || continue
-	printf '   %-15s %6d %9d %6d %7d\n' "$kind" "${F_COUNT[$kind]}" "${F_ACKED[$kind]}" \
+	printf '   %-22s %6d %9d %6d %7d\n' "$kind" "${F_COUNT[$kind]}" "${F_ACKED[$kind]}" \
 	    "${F_LOST[$kind]:-0}" "${F_FAILED[$kind]}"
 done
 printf '   faults injected %d; records acknowledged (each checked) %d; reads of them on the nodes and the image %d; records lost %d\n' \
