@@ -216,8 +216,9 @@ bench: all $(BENCH_BINS)
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
-# then tests/integration/fault_daemons.sh with every kind of fault and more
-# rounds (each about 10-20 s; SOAK_FAULT_SEED repeats a schedule).
+# then tests/integration/fault_daemons.sh with every kind of fault (but
+# those its OPEN_KINDS leave out) and more rounds (each about 10-20 s;
+# SOAK_FAULT_SEED repeats a schedule).
 # About 95 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108

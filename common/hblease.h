@@ -19,9 +19,10 @@
 
 #define HBLEASE_FILE		"hbd.lease"
 #define HBLEASE_MAGIC		0x4c48324fu	/* "O2HL" */
-#define HBLEASE_VERSION		1
+#define HBLEASE_VERSION		2
 #define HBLEASE_MAX_NODES	255
 #define HBLEASE_DEV_MAX		1024
+#define HBLEASE_MAX_HOLDERS	32
 
 struct hblease_region {
 	char		name[CC_REGION_NAME_LEN + 1];
@@ -32,6 +33,7 @@ struct hblease_region {
 	uint64_t	issued_us;	/* issue time of the last completed write */
 	uint64_t	completed_us;	/* and when it completed */
 	uint64_t	generation;
+	uint64_t	next_generation;	/* being switched to; 0: none */
 	uint64_t	seq;		/* of the last completed write */
 	uint64_t	start_block;
 	uint32_t	block_bytes;
@@ -40,14 +42,30 @@ struct hblease_region {
 	uint64_t	live_gen[HBLEASE_MAX_NODES];	/* 0: not live in this region */
 };
 
+/*
+ * A process the incarnation depends on: a disk writer, or a lock manager
+ * holding this node's cluster locks. A restarted hbd goes on with the
+ * incarnation only if each is still the same live process.
+ */
+struct hblease_holder {
+	int32_t		pid;		/* 0: a free entry */
+	uint8_t		writer;
+	uint8_t		guard;
+	uint8_t		pad[2];
+	uint64_t	starttime;	/* /proc/<pid>/stat field 22: this process */
+};
+
 struct hblease {
 	uint32_t	magic;
 	uint32_t	version;
 	uint32_t	local_node;
 	uint32_t	interval_ms;
 	uint32_t	dead_threshold;
-	uint32_t	pad;
+	uint32_t	holders_cur;	/* which of the two tables is whole */
 	struct hblease_region regions[CC_MAX_REGIONS];
+	/* Written whole into the other table, then switched to: a hbd
+	 * killed while writing one leaves the last whole one. */
+	struct hblease_holder holders[2][HBLEASE_MAX_HOLDERS];
 };
 
 /* A writer's read-only view of one region's lease. */

@@ -2,6 +2,7 @@
 #include <sys/utsname.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -186,4 +187,35 @@ mkdir_p(const char *path, mode_t mode)
 	if (mkdir(buf, mode) == -1 && errno != EEXIST)
 		return -1;
 	return 0;
+}
+
+/*
+ * A process's start time (clock ticks since boot, /proc/<pid>/stat field
+ * 22, see proc(5)): with the pid, it names one process across pid reuse.
+ * 0 when it cannot be read.
+ */
+uint64_t
+proc_starttime(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses: skip past its last ')'. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (field = 2; field < 22 && p != NULL; field++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1)
+		return 0;
+	return v;
 }

@@ -29,5 +29,7 @@ uint64_t now_ms(void);
 /* This host's name as o2cb matches it against cluster.conf's nodes. */
 const char *host_node_name(void);
 int	mkdir_p(const char *path, mode_t mode);
+/* A process's start time, which with its pid names it across pid reuse; 0 unknown. */
+uint64_t proc_starttime(int pid);
 
 #endif

@@ -276,7 +276,8 @@ died_holding_disk_locks(struct dlmd *dd, struct dlm_client *cl, struct ipc_conn 
 		    "journal; ending this node's incarnation (dlmd exits%s) so that "
 		    "another node replays that journal before anyone gets them",
 		    mb->dom->name, (int)ipc_conn_pid(c), dd->guarded ? ", hbd restarts "
-		    "the heartbeat" : "; hbd is away and cannot restart the heartbeat");
+		    "the heartbeat" : "; hbd is away: a restarted one finds dlmd gone and restarts "
+		    "the heartbeat");
 		dd->exit_status = DLMD_EXIT_CLIENT_DIED;
 		event_base_loopbreak(dd->base);
 		return 1;

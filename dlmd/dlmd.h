@@ -290,7 +290,7 @@ struct dlmd {
 	struct ipc_conn		*hbd;
 	int			 netd_up;
 	int			 hbd_up;
-	int			 guarded;	/* hbd guards our locks */
+	int			 guarded;	/* hbd guards our locks; -1: not told yet */
 	uint8_t			 live[DLM_MAX_NODES];	/* hbd's view */
 	char			*regions[CC_MAX_REGIONS];	/* steady heartbeat regions */
 	int			 regions_unsteady;	/* some region still starting */

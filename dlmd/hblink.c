@@ -109,7 +109,9 @@ hblink_subscribed(const Envelope *rep, void *arg)
 		return;
 	}
 	dd->hbd_up = 1;
-	dd->guarded = 0;
+	/* Told on or off, whichever: a restarted hbd holds us to what we
+	 * told the earlier one until we speak (hbd/holders.c). */
+	dd->guarded = -1;
 	log_info("subscribed to hbd's node events");
 	hbd_guard_update(dd);
 	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS)

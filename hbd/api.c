@@ -23,6 +23,7 @@
 #include <event2/event.h>
 
 #include "hbd.h"
+#include "hblease.h"
 #include "ipc.h"
 #include "log.h"
 #include "nmdclient.h"
@@ -50,6 +51,7 @@ struct hb_client {
 	uint64_t		 awaiting;	/* event it has to ack, 0 none */
 	struct hb_writer	*writer;
 	char			*guard;		/* MSG_HBD_GUARD on: what */
+	uint64_t		 starttime;	/* of its process, once it writes or guards */
 };
 
 struct api_state {
@@ -410,8 +412,10 @@ handle_register_writer(struct ipc_conn *c, const Envelope *req)
 	w->region = xstrdup(req->register_writer->region);
 	LIST_INSERT_HEAD(&h->writers, w, entry);
 	cl->writer = w;
+	cl->starttime = proc_starttime(pid);
 	log_info("disk writer pid %d registered (%s%s%s)", (int)pid, w->what,
 	    w->region[0] ? ", region " : "", w->region);
+	holders_claim(h, pid, 1, 0);
 	lease_note_users(h);
 	ipc_reply_status(c, req, 0, NULL);
 }
@@ -472,7 +476,27 @@ api_region_users(struct hbd *h, const char *region, char *who, size_t len)
 			users |= USERS_LOCKS;
 		}
 	}
-	return users;
+	return holders_users(h, who, len, &n, users);
+}
+
+/* The writers and lock holders connected to us, for the lease file. */
+void
+api_holders_fill(struct hbd *h, struct hblease_holder *tab, unsigned max, unsigned *n)
+{
+	struct hb_client *cl;
+
+	TAILQ_FOREACH(cl, &h->api->clients, entry) {
+		if (cl->writer == NULL && cl->guard == NULL)
+			continue;
+		if (*n == max)
+			return;
+		memset(&tab[*n], 0, sizeof(tab[*n]));
+		tab[*n].pid = (int32_t)ipc_conn_pid(cl->conn);
+		tab[*n].starttime = cl->starttime;
+		tab[*n].writer = cl->writer != NULL;
+		tab[*n].guard = cl->guard != NULL;
+		(*n)++;
+	}
 }
 
 static void
@@ -491,6 +515,8 @@ handle_guard(struct ipc_conn *c, const Envelope *req)
 		log_info("pid %d (%s) holds cluster locks for this node",
 		    (int)ipc_conn_pid(c), cl->guard);
 	}
+	cl->starttime = proc_starttime((int)ipc_conn_pid(c));
+	holders_claim(h, ipc_conn_pid(c), 0, 1);
 	lease_note_users(ipc_conn_arg(c));
 	ipc_reply_status(c, req, 0, NULL);
 }

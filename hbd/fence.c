@@ -183,7 +183,11 @@ fence(struct hbd *h, const char *fmt, ...)
  * disk writers do now is unprotected, so they die; and the other nodes
  * must recover those locks, which they do for a node they see die. A
  * new heartbeat generation is such a death, and at once a new node
- * that the restarted lock manager can join the domains with.
+ * that the restarted lock manager can join the domains with. The new
+ * generations are chosen (and recorded in the lease file) first: an
+ * hbd killed while the writers die must not leave the next one to
+ * resume the old incarnation. None is written before the writers are
+ * gone: this blocks the event loop, and only its tick starts a write.
  */
 void
 fence_reincarnate(struct hbd *h, const char *why)
@@ -194,13 +198,11 @@ fence_reincarnate(struct hbd *h, const char *why)
 		return;
 	log_err("%s: killing the disk writers and restarting this node's "
 	    "heartbeat incarnation, so that the other nodes recover its locks", why);
-	if (kill_writers(h) > 0) {
-		fence(h, "%s, and disk writers would not die", why);
-		return;
-	}
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if (r->state != RS_STOPPING && r->state != RS_FAILED)
 			region_new_generation(r);
+	if (kill_writers(h) > 0)
+		fence(h, "%s, and disk writers would not die", why);
 }
 
 /*

@@ -29,6 +29,7 @@
 
 struct event;
 struct event_base;
+struct hblease_holder;
 struct ipc_conn;
 struct ipc_server;
 struct nmd_client;
@@ -174,6 +175,7 @@ struct hb_region {
 	int			 unlinked;	/* off the list: free it then */
 	int			 resuming;	/* restored from the lease file: first iteration */
 	int			 resumed;	/* taken over from an earlier hbd */
+	uint64_t		 resume_gen[2];	/* what our slot may hold when resumed */
 	int			 kept_logged;	/* region_kept_for_locks said so */
 	int			 nego_approved;	/* since our last completed write */
 	unsigned		 lease_idx;	/* its entry in the lease file */
@@ -219,6 +221,14 @@ void	lease_region_drop(struct hb_region *);
 void	lease_revoke_all(void);
 void	lease_note_users(struct hbd *);
 void	lease_approved(struct hb_region *);
+void	lease_next_generation(struct hb_region *);
+unsigned lease_holders(struct hblease_holder *, unsigned max);
+
+/* holders.c: the processes the incarnation depends on, across a restart of hbd. */
+int	holders_restore(struct hbd *, char *why, size_t len);
+void	holders_claim(struct hbd *, pid_t, int writer, int guard);
+int	holders_users(struct hbd *, char *who, size_t len, size_t *n, int users);
+void	holders_fill(struct hbd *, struct hblease_holder *, unsigned max, unsigned *n);
 
 /* nmdlink.c: our client connection to nmd. */
 void	nmd_link_start(struct hbd *);
@@ -259,7 +269,6 @@ int	devscan_find(const char *uuid, char *path, size_t len);
 void	fence(struct hbd *, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
 int	fence_clear(struct hbd *);
 void	fence_restore(struct hbd *);
-void	fence_writer_gone(struct hbd *, pid_t);
 void	fence_reincarnate(struct hbd *, const char *why);
 int	fence_if_used(struct hbd *, struct hb_region *, int users, const char *why);
 int	region_kept_for_locks(struct hbd *, struct hb_region *);
@@ -276,6 +285,7 @@ void	api_unfenced_event(struct hbd *, const char *reason);
 #define USERS_WRITERS	0x1
 #define USERS_LOCKS	0x2
 int	api_region_users(struct hbd *, const char *region, char *who, size_t len);
+void	api_holders_fill(struct hbd *, struct hblease_holder *, unsigned max, unsigned *n);
 
 struct hb_writer {
 	LIST_ENTRY(hb_writer)	 entry;
@@ -283,6 +293,18 @@ struct hb_writer {
 	int			 pidfd;
 	char			*what;
 	char			*region;	/* "": every region */
+};
+
+/* A writer or lock holder of an earlier hbd, alive when we started (holders.c). */
+struct hb_inherited {
+	LIST_ENTRY(hb_inherited) entry;
+	struct hbd		*h;
+	pid_t			 pid;
+	uint64_t		 starttime;
+	int			 pidfd;
+	int			 guard;		/* held cluster locks */
+	struct hb_writer	*writer;	/* on h->writers until it registers again */
+	struct event		*exited;
 };
 
 struct hbd {
@@ -316,6 +338,7 @@ struct hbd {
 	int			 fenced;
 	char			 fence_reason[512];
 	LIST_HEAD(, hb_writer)	 writers;
+	LIST_HEAD(, hb_inherited) inherited;
 
 	struct ipc_server	*ipc;
 	struct api_state	*api;

@@ -130,7 +130,9 @@ lease_renew(struct hb_region *r, uint64_t issued_us, uint64_t done_us,
 	e->issued_us = issued_us;
 	e->completed_us = done_us;
 	e->seq = r->written.seq;
-	e->generation = r->generation;
+	e->generation = r->written.generation;
+	if (e->next_generation == e->generation)
+		e->next_generation = 0;
 	death = hblease_death(issued_us, h->interval_ms, h->dead_threshold);
 	set_expiry(e, death - hblease_margin_us(h->interval_ms, h->dead_threshold));
 	return 0;
@@ -181,10 +183,59 @@ lease_revoke_all(void)
 }
 
 /*
+ * The region switches to a new generation (fence_reincarnate): recorded
+ * before its first write, so that an hbd killed before that write never
+ * resumes the old one.
+ */
+void
+lease_next_generation(struct hb_region *r)
+{
+	struct hblease_region *e = entry_of(r);
+
+	if (e != NULL)
+		e->next_generation = r->generation;
+}
+
+/* The holders the last whole table records; returns how many. */
+unsigned
+lease_holders(struct hblease_holder *tab, unsigned max)
+{
+	const struct hblease_holder *cur;
+	unsigned i, n = 0;
+
+	cur = lease->holders[__atomic_load_n(&lease->holders_cur, __ATOMIC_ACQUIRE) & 1];
+	for (i = 0; i < HBLEASE_MAX_HOLDERS && n < max; i++)
+		if (cur[i].pid > 0)
+			tab[n++] = cur[i];
+	return n;
+}
+
+/* Written whole into the table not in use, then switched to. */
+static void
+save_holders(struct hbd *h)
+{
+	struct hblease_holder tab[HBLEASE_MAX_HOLDERS];
+	unsigned n = 0, next;
+
+	memset(tab, 0, sizeof(tab));
+	api_holders_fill(h, tab, HBLEASE_MAX_HOLDERS, &n);
+	holders_fill(h, tab, HBLEASE_MAX_HOLDERS, &n);
+	if (n == HBLEASE_MAX_HOLDERS)
+		log_warnx("%d writers and lock holders or more: a restarted hbd may "
+		    "not know them all", HBLEASE_MAX_HOLDERS);
+	next = (__atomic_load_n(&lease->holders_cur, __ATOMIC_ACQUIRE) + 1) & 1;
+	memcpy(lease->holders[next], tab, sizeof(tab));
+	__atomic_store_n(&lease->holders_cur, next, __ATOMIC_RELEASE);
+}
+
+/*
  * At start, before anyone is served: the regions an earlier hbd left
- * running. In time, each resumes as the same incarnation, with the
- * membership it had (the subscribers that reconnect must not see the
- * others die); too late, the others may have recovered us: fence.
+ * running. In time, each resumes with the membership it had (the
+ * subscribers that reconnect must not see the others die): as the same
+ * incarnation if everything it depended on is still there (holders.c),
+ * else as a new one, its writers killed first, so that the others
+ * recover the locks that died; too late, the others may have recovered
+ * us: fence.
  */
 void
 lease_restore(struct hbd *h)
@@ -193,7 +244,11 @@ lease_restore(struct hbd *h)
 	struct hb_region *r;
 	uint64_t now = hblease_now_us(), death;
 	unsigned i, n;
+	char why[256] = "";
+	int lost = 0;
 
+	if (!h->fenced)
+		lost = holders_restore(h, why, sizeof(why));
 	for (i = 0; i < CC_MAX_REGIONS; i++) {
 		e = &lease->regions[i];
 		if (!e->in_use)
@@ -227,6 +282,11 @@ lease_restore(struct hbd *h)
 		    (unsigned long long)e->generation,
 		    (unsigned long long)((now - e->issued_us) / 1000),
 		    (unsigned long long)((death - e->issued_us) / 1000));
+		if (e->next_generation != 0 && !lost) {
+			snprintf(why, sizeof(why), "the earlier hbd was ending the "
+			    "incarnation of region %s", e->name);
+			lost = 1;
+		}
 		r = region_resume(h, e, i);
 		if (r->state == RS_FAILED)
 			continue;
@@ -234,9 +294,15 @@ lease_restore(struct hbd *h)
 			if (e->live_gen[n] != 0 && n != h->local_node)
 				region_restore_live(r, n, e->live_gen[n]);
 	}
+	if (lost && region_nrunning(h) > 0)
+		fence_reincarnate(h, why);
+	save_holders(h);
 }
 
-/* Whether each region has users, for a restarted hbd to know if it must fence. */
+/*
+ * Whether each region has users, and who they are, for a restarted hbd to
+ * know if it must fence, or end the incarnation.
+ */
 void
 lease_note_users(struct hbd *h)
 {
@@ -247,6 +313,7 @@ lease_note_users(struct hbd *h)
 	TAILQ_FOREACH(r, &h->regions, entry)
 		if ((e = entry_of(r)) != NULL)
 			e->used = api_region_users(h, r->name, who, sizeof(who)) != 0;
+	save_holders(h);
 }
 
 /*

@@ -115,6 +115,7 @@ main(int argc, char *argv[])
 	h.dead_threshold = 31;
 	TAILQ_INIT(&h.regions);
 	LIST_INIT(&h.writers);
+	LIST_INIT(&h.inherited);
 	if (mkdir_p(h.rundir, 0755) == -1)
 		fatal("mkdir %s", h.rundir);
 	if ((h.base = event_base_new()) == NULL)

@@ -178,6 +178,7 @@ void
 region_new_generation(struct hb_region *r)
 {
 	r->generation = random_generation();
+	lease_next_generation(r);
 	log_warnx("region %s: heartbeating as a new incarnation, generation 0x%llx",
 	    r->name, (unsigned long long)r->generation);
 }
@@ -462,6 +463,8 @@ region_resume(struct hbd *h, const struct hblease_region *e, unsigned idx)
 		return region_refused(r, why);
 	}
 	r->generation = e->generation;
+	r->resume_gen[0] = e->generation;
+	r->resume_gen[1] = e->next_generation;
 	r->pending.seq = e->seq + 1;
 	r->resuming = r->resumed = 1;
 	region_go(r);
@@ -716,7 +719,8 @@ region_write_timeout(evutil_socket_t fd, short ev, void *arg)
 /*
  * The first read of a resumed region: our slot must still hold our
  * incarnation (the earlier hbd's last block, or the one it had in
- * flight), or somebody took it over while no hbd watched: fence.
+ * flight, maybe of the generation it was switching to), or somebody
+ * took it over while no hbd watched: fence.
  */
 static int
 resume_own_slot(struct hb_region *r)
@@ -726,11 +730,12 @@ resume_own_slot(struct hb_region *r)
 	struct hb_block b;
 
 	sample_of(r, h->local_node, &s, &b);
-	if (s.crc_ok && b.node == h->local_node && b.generation == r->generation)
+	if (s.crc_ok && b.node == h->local_node && b.generation != 0 &&
+	    (b.generation == r->resume_gen[0] || b.generation == r->resume_gen[1]))
 		return 1;
 	fence(h, "region %s (%s): while no hbd ran, our slot changed to node %u "
 	    "generation 0x%llx (ours 0x%llx)", r->name, r->dev, b.node,
-	    (unsigned long long)b.generation, (unsigned long long)r->generation);
+	    (unsigned long long)b.generation, (unsigned long long)r->resume_gen[0]);
 	return 0;
 }
 

@@ -58,37 +58,6 @@ nm_hold_kind_parse(const char *s, enum nm_hold_kind *k)
 	return -1;
 }
 
-/*
- * A process's start time (clock ticks since boot, /proc/<pid>/stat field
- * 22, see proc(5)): with the pid, it names one process across pid reuse.
- * 0 when it cannot be read.
- */
-uint64_t
-nm_proc_starttime(int pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v = 0;
-	ssize_t n;
-	int fd, field;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: skip past its last ')'. */
-	if ((p = strrchr(buf, ')')) == NULL)
-		return 0;
-	for (field = 2; field < 22 && p != NULL; field++)
-		p = strchr(p + 1, ' ');
-	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1)
-		return 0;
-	return v;
-}
-
 static struct nm_item *
 held_item(struct nmd *nm, enum nm_hold_kind kind, const char *name)
 {
@@ -200,7 +169,7 @@ nm_holder_of_conn(struct nmd *nm, struct ipc_conn *c)
 	struct nm_holder *hd = ipc_conn_data(c);
 
 	if (hd == NULL) {
-		hd = holder_new(nm, (int)ipc_conn_pid(c), nm_proc_starttime((int)ipc_conn_pid(c)));
+		hd = holder_new(nm, (int)ipc_conn_pid(c), proc_starttime((int)ipc_conn_pid(c)));
 		hd->conn = c;
 		ipc_conn_set_data(c, hd);
 	}
@@ -312,7 +281,7 @@ nm_hold_restore(struct nmd *nm, enum nm_hold_kind kind, const char *name, int pi
 			log_warn("pidfd_open %d", pid);
 		return -1;
 	}
-	now = nm_proc_starttime(pid);
+	now = proc_starttime(pid);
 	if (starttime != 0 && now != starttime) {
 		close(pidfd);
 		return -1;

@@ -196,7 +196,6 @@ void		 nm_holds_free(struct nmd *);
 void		 nm_region_unref(struct nmd *, struct nm_item *, int persistent);
 const char	*nm_hold_kind_name(enum nm_hold_kind);
 int		 nm_hold_kind_parse(const char *, enum nm_hold_kind *);
-uint64_t	 nm_proc_starttime(int pid);
 
 /*
  * state.c: the state file's format, version 1: one record a line,

@@ -597,26 +597,19 @@ cmd_hbwatch(struct o2ctl *ctl, int argc, char **argv)
 }
 
 /*
- * o2ctl writer WHAT CMD [ARGS]: register as one of this node's disk
- * writers, then become CMD. The registration is the connection, which
- * CMD inherits, and its pid, which exec keeps: fencing kills CMD.
+ * Send req on a new connection to hbd, then become argv[0]: the
+ * connection, which the command inherits, and the pid, which exec keeps,
+ * are what hbd knows it by.
  */
-int
-cmd_writer(struct o2ctl *ctl, int argc, char **argv)
+static int
+hbd_request_then_exec(struct o2ctl *ctl, Envelope *req, char **argv)
 {
-	Envelope req = ENVELOPE__INIT, *rep = NULL;
-	Hbd__RegisterWriter rw = HBD__REGISTER_WRITER__INIT;
+	Envelope *rep = NULL;
 	int fd;
 
-	if (argc < 3)
-		return EX_USAGE;
 	if ((fd = ctl_connect(ctl, "hbd")) == -1)
 		return EX_DOWN;
-	rw.what = argv[1];
-	req.type = MSG_TYPE__MSG_HBD_REGISTER_WRITER;
-	req.payload_case = ENVELOPE__PAYLOAD_REGISTER_WRITER;
-	req.register_writer = &rw;
-	if (ipc_sync_call(fd, &req, &rep, ctl->timeout_ms) == -1) {
+	if (ipc_sync_call(fd, req, &rep, ctl->timeout_ms) == -1) {
 		fprintf(stderr, "o2ctl: hbd: %s\n", strerror(errno));
 		return EX_DOWN;
 	}
@@ -630,7 +623,43 @@ cmd_writer(struct o2ctl *ctl, int argc, char **argv)
 		fprintf(stderr, "o2ctl: fcntl: %s\n", strerror(errno));
 		return EX_FAIL;
 	}
-	execvp(argv[2], argv + 2);
-	fprintf(stderr, "o2ctl: %s: %s\n", argv[2], strerror(errno));
+	execvp(argv[0], argv);
+	fprintf(stderr, "o2ctl: %s: %s\n", argv[0], strerror(errno));
 	return EX_FAIL;
+}
+
+/* o2ctl writer WHAT CMD [ARGS]: CMD as one of this node's disk writers: fencing kills it. */
+int
+cmd_writer(struct o2ctl *ctl, int argc, char **argv)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__RegisterWriter rw = HBD__REGISTER_WRITER__INIT;
+
+	if (argc < 3)
+		return EX_USAGE;
+	rw.what = argv[1];
+	req.type = MSG_TYPE__MSG_HBD_REGISTER_WRITER;
+	req.payload_case = ENVELOPE__PAYLOAD_REGISTER_WRITER;
+	req.register_writer = &rw;
+	return hbd_request_then_exec(ctl, &req, argv + 2);
+}
+
+/*
+ * o2ctl guard WHAT CMD [ARGS]: CMD as a holder of this node's cluster
+ * locks, as dlmd is: its death ends the heartbeat incarnation.
+ */
+int
+cmd_guard(struct o2ctl *ctl, int argc, char **argv)
+{
+	Envelope req = ENVELOPE__INIT;
+	Hbd__HbGuard g = HBD__HB_GUARD__INIT;
+
+	if (argc < 3)
+		return EX_USAGE;
+	g.on = 1;
+	g.what = argv[1];
+	req.type = MSG_TYPE__MSG_HBD_GUARD;
+	req.payload_case = ENVELOPE__PAYLOAD_HB_GUARD;
+	req.hb_guard = &g;
+	return hbd_request_then_exec(ctl, &req, argv + 2);
 }

@@ -33,6 +33,8 @@ static const struct o2ctl_cmd commands[] = {
 	  "print hbd's node, region and fence events as they happen", cmd_hbwatch, 0 },
 	{ "writer", "WHAT CMD [ARGS]", "run CMD as a registered disk writer: fencing kills it",
 	  cmd_writer, 2 },
+	{ "guard", "WHAT CMD [ARGS]", "run CMD as a holder of this node's cluster locks: its death "
+	  "ends the heartbeat incarnation", cmd_guard, 2 },
 	{ "net-status", "", "links to the other nodes, quorum (netd)", cmd_net_status, 0 },
 	{ "net-echo", "[--type T] [--key K] [--max-len N] [--count N] [--no-reply] [--reply-size N]",
 	  "answer messages of (T, K) with their checksum and bytes; check order", cmd_net_echo, 0 },

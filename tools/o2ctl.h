@@ -98,6 +98,7 @@ int	cmd_heartbeat(struct o2ctl *, int, char **);
 int	cmd_clear_fence(struct o2ctl *, int, char **);
 int	cmd_hbwatch(struct o2ctl *, int, char **);
 int	cmd_writer(struct o2ctl *, int, char **);
+int	cmd_guard(struct o2ctl *, int, char **);
 
 /* netd_cmds.c */
 int	cmd_net_status(struct o2ctl *, int, char **);

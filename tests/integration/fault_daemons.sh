@@ -7,7 +7,8 @@
 # on a random node at a random moment: SIGKILL of nmd, hbd, netd, dlmd or
 # fsd with or without its restart (as systemd's Restart= would; fsd is
 # mounted again), the whole node killed, the node cut off by a network
-# partition, hbd stopped (SIGSTOP) beyond the dead threshold or within it.
+# partition, hbd stopped (SIGSTOP) beyond the dead threshold or within it,
+# or two daemons of the node at once (doc/daemon-failures.md's pairs).
 # Once the cluster settles, every node still mounted must read every
 # acknowledged record of every writer, whole and intact; no two nodes may
 # own the same slot, in their own view or in the slot map on disk; the
@@ -20,7 +21,9 @@
 # every random choice. FAULT_ROUNDS=0 (the default, CI's) runs each kind of
 # CI_KINDS once, in an order drawn from the seed; FAULT_ROUNDS=N runs N
 # rounds, each kind once first, then kinds drawn at random (make soak).
-# FAULT_KINDS="hbd-kill nmd-restart" limits the kinds to those. The
+# FAULT_KINDS="hbd-kill nmd-restart" limits the kinds to those (and is
+# the only way to run OPEN_KINDS). Pair kinds kill two daemons of one node
+# together (A+B-kill, A+B-restart, hbd-stop+B: see inject_pair). The
 # schedule stops after the first round whose checks fail: the volume may
 # be damaged, and the rounds after it would not say anything more.
 source "$(dirname "$0")/../lib.sh"
@@ -30,9 +33,17 @@ source "$(dirname "$0")/fsd_lib.inc"
 N=3
 ALL_KINDS=(nmd-kill nmd-restart hbd-kill hbd-restart netd-kill netd-restart
 	dlmd-kill dlmd-restart fsd-kill fsd-restart node-kill partition
-	hbd-stop-long hbd-stop-short)
-# CI's schedule: every daemon at least once, in about 70 s.
-CI_KINDS=(nmd-restart hbd-kill netd-restart dlmd-kill fsd-restart)
+	hbd-stop-long hbd-stop-short
+	hbd+dlmd-kill hbd+dlmd-restart dlmd+hbd-kill dlmd+hbd-restart
+	hbd-stop+dlmd-kill hbd-stop+dlmd-restart nmd+hbd-kill nmd+hbd-restart
+	netd+dlmd-kill netd+dlmd-restart fsd+dlmd-kill fsd+dlmd-restart
+	hbd+fsd-kill hbd+fsd-restart)
+# CI's schedule: every daemon at least once, and hbd and dlmd dying
+# together, in about 80 s.
+CI_KINDS=(nmd-restart hbd-kill netd-restart dlmd-kill fsd-restart hbd+dlmd-restart)
+# Kinds left out of the schedules while what they find is open
+# (doc/daemon-failures.md, Open): FAULT_KINDS runs them.
+OPEN_KINDS=(hbd+fsd-restart)
 SEED=${FAULT_SEED:-$(((RANDOM << 15) | RANDOM))}
 ROUNDS=${FAULT_ROUNDS:-0}
 read -r -a KINDS <<<"${FAULT_KINDS:-}"
@@ -251,10 +262,64 @@ slots_unique() {
 
 # ------------------------------------------------------------ the faults
 
+fsd_gone() { ! running "$1" fsd; }
+# restart_pair K D...: the daemons D of node K back, in that order, then
+# any other that exited meanwhile (dlmd does when fsd dies holding locks),
+# as systemd would restart each; then a mount, if the node's fsd went
+# (with its lock manager, or itself).
+restart_pair() {
+	local k=$1 d
+	shift
+	for d in "$@"; do
+		[[ $d == fsd ]] || lc start "$k" "$d" >/dev/null
+	done
+	lc start "$k" >/dev/null
+	[[ " $* " == *" dlmd "* || " $* " == *" fsd "* ]] || return 0
+	wait_for 5 fsd_gone "$k" && mount_node "$k"
+}
+
+# inject_pair KIND K: two daemons of node K die together. A+B-kill: A is
+# killed, then B while A is away (within 0.3 s); A+B-restart: the same,
+# then B is restarted first, while A is still away, then A (for
+# hbd+dlmd: dlmd back before hbd; dlmd+hbd: hbd back first).
+# hbd-stop+B: hbd is stopped (SIGSTOP), B killed (and restarted), and hbd
+# continued within half the dead threshold.
+inject_pair() {
+	local kind=$1 k=$2 first second restart=0 t0
+	[[ $kind == *-restart ]] && restart=1
+	first=${kind%%+*}
+	second=${kind#*+}
+	second=${second%-*}
+	if [[ $first == hbd-stop ]]; then
+		t0=$(now_ms)
+		kill -STOP "$(pid_of "$k" hbd)"
+		draw 50 300
+		msleep "$R"
+		kill -KILL "$(pid_of "$k" "$second")"
+		((restart)) && lc start "$k" "$second" >/dev/null
+		t0=$((t0 + IVL * THR / 2 - $(now_ms)))
+		((t0 > 0)) && msleep "$t0"
+		kill -CONT "$(pid_of "$k" hbd)"
+		((restart)) && { wait_for 5 fsd_gone "$k" && mount_node "$k"; }
+		return 0
+	fi
+	kill -KILL "$(pid_of "$k" "$first")"
+	draw 0 300
+	msleep "$R"
+	kill -KILL "$(pid_of "$k" "$second")"
+	((restart)) || return 0
+	draw 100 1000
+	msleep "$R"
+	restart_pair "$k" "$second" "$first"
+}
+
 # inject KIND K: the fault, then what follows it until the cluster settles.
 inject() {
 	local kind=$1 k=$2 d
 	case $kind in
+	*+*)
+		inject_pair "$kind" "$k"
+		;;
 	*-kill | *-restart)
 		d=${kind%-*}
 		[[ $d == node ]] && { lc kill "$k" >/dev/null; return; }
@@ -315,7 +380,9 @@ schedule() {
 	if ((${#pool[@]} == 0 && ROUNDS == 0)); then
 		pool=("${CI_KINDS[@]}")
 	elif ((${#pool[@]} == 0)); then
-		pool=("${ALL_KINDS[@]}")
+		for t in "${ALL_KINDS[@]}"; do
+			[[ " ${OPEN_KINDS[*]} " == *" $t "* ]] || pool+=("$t")
+		done
 	fi
 	# A shuffle of the pool (Fisher-Yates), then random kinds after it.
 	for ((i = ${#pool[@]} - 1; i > 0; i--)); do
@@ -344,6 +411,7 @@ NODES=()
 DELAYS=()
 schedule
 echo "fault_daemons: seed $SEED (FAULT_SEED=$SEED to repeat), ${#SCHEDULE[@]} rounds: ${SCHEDULE[*]}"
+((${#KINDS[@]})) || echo "fault_daemons: left out while open: ${OPEN_KINDS[*]}"
 
 echo "-- setup: three nodes in three namespaces, all mounted, all writing"
 if ! lc up "$N" --netns --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null; then
@@ -420,10 +488,10 @@ check "no slot is left taken" sh -c "! debugfs.ocfs2 -R slotmap '$IMG' 2>/dev/nu
 check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
 
 echo "-- figures (seed $SEED)"
-printf '   %-15s %6s %9s %6s %7s\n' kind faults acked lost failed
+printf '   %-22s %6s %9s %6s %7s\n' kind faults acked lost failed
 for kind in "${ALL_KINDS[@]}"; do
 	[[ -n ${F_COUNT[$kind]:-} ]] || continue
-	printf '   %-15s %6d %9d %6d %7d\n' "$kind" "${F_COUNT[$kind]}" "${F_ACKED[$kind]}" \
+	printf '   %-22s %6d %9d %6d %7d\n' "$kind" "${F_COUNT[$kind]}" "${F_ACKED[$kind]}" \
 	    "${F_LOST[$kind]:-0}" "${F_FAILED[$kind]}"
 done
 printf '   faults injected %d; records acknowledged (each checked) %d; reads of them on the nodes and the image %d; records lost %d\n' \
