@@ -59,6 +59,23 @@ glue_recovery_pending(struct fsd_glue *g)
 	return g != NULL && g->ndead > 0 && !g->reco_stop && !in_recovery;
 }
 
+int
+slot_note_reco_gen(struct fsd *fs, int slot)
+{
+	struct fsd_buf *b;
+	uint32_t gen;
+	int moved;
+
+	block_forget(fs, fs->slots[slot].journal);
+	if (block_read(fs, fs->slots[slot].journal, BLK_INODE, &b) != 0)
+		return 0;	/* the locked read that follows reports it */
+	gen = LE32(((const struct ocfs2_dinode *)b->data)->id1.journal1.ij_recovery_generation);
+	block_put(fs, b);
+	moved = gen != fs->slots[slot].reco_gen;
+	fs->slots[slot].reco_gen = gen;
+	return moved;
+}
+
 /* Take slot's journal lock EX and replay its journal; the lock stays held. */
 static int
 slot_replay(struct fsd *fs, int slot, unsigned lkf, unsigned *replayed)
@@ -83,6 +100,7 @@ slot_replay(struct fsd *fs, int slot, unsigned lkf, unsigned *replayed)
 		lockres_unlock(fs, jl, LKM_EX);
 		return -EIO;
 	}
+	slot_note_reco_gen(fs, slot);
 	return 0;
 }
 
@@ -208,6 +226,16 @@ recover_nodes(struct fsd_glue *g, struct reco_pass *p)
 			continue;
 		if (fs->readonly) {
 			p->waiting[n] = 1;
+			continue;
+		}
+		/*
+		 * Recovered since we last looked, by another survivor or by
+		 * the node itself mounting again (which then holds the
+		 * journal lock for as long as it is mounted): nothing left
+		 * for us, as ocfs2_replay_journal checks before its lock.
+		 */
+		if (slot_note_reco_gen(fs, (int)i)) {
+			log_info("slot %u of dead node %u was recovered meanwhile", i, n);
 			continue;
 		}
 		log_info("recovering slot %u of dead node %u", i, n);

@@ -193,6 +193,7 @@ struct fsd_slot {
 	uint64_t	inode_alloc;
 	uint64_t	extent_alloc;
 	struct fsd_lockres *journal_lock;	/* its journal's META lock (cluster) */
+	uint32_t	reco_gen;	/* its journal's recovery generation as we last saw it */
 };
 
 struct fsd_itable;
@@ -743,6 +744,11 @@ int	 slot_free(struct fsd *fs, int slot);
 /* deadnode.c */
 /* Recover slot of a node that is gone (lkf LKF_TRY: only if it is). 0 or -errno. */
 int	 slot_recover(struct fsd *fs, int slot, unsigned lkf);
+/*
+ * Note slot's recovery generation (its journal inode's, read afresh);
+ * 1 if it moved since we last noted it: someone recovered the slot.
+ */
+int	 slot_note_reco_gen(struct fsd *fs, int slot);
 /* This thread runs recovery (or the mount): it must not wait for it. */
 void	 glue_recovery_thread(int on);
 

@@ -299,7 +299,7 @@ recover_offline_slots(struct fsd *fs)
 static int
 mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errlen)
 {
-	unsigned replayed;
+	unsigned replayed, i;
 	int rc;
 
 	if (fs->glue == NULL)
@@ -332,6 +332,9 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 		    strerror(-rc));
 		return -1;
 	}
+	/* what later recoveries compare with: the kernel's ocfs2_mark_dead_nodes */
+	for (i = 0; fs->glue != NULL && i < fs->vol.max_slots; i++)
+		slot_note_reco_gen(fs, (int)i);
 	fs->commit_ms = o->commit_ms ? o->commit_ms : 5000;
 	pthread_mutex_init(&fs->commit_mtx, NULL);
 	pthread_cond_init(&fs->commit_cv, NULL);
