@@ -46,11 +46,14 @@
  *   inline.c     inline data: small files kept inside the inode, and their
  *                conversion to extents when they outgrow it
  *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
+ *   xattr.c      extended attributes: the inline area, xattr blocks, bucket
+ *                trees (read and freed), value trees; freeing them on delete
  *   ops.c        the FUSE lowlevel table and connection setup
  *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
  *   ops_namei.c  FUSE handlers on names: create, mkdir, link, unlink, rename
  *   ops_dir.c    FUSE handlers reading directories
  *   ops_file.c   FUSE handlers on open files
+ *   ops_xattr.c  FUSE handlers on extended attributes
  *   main.c       options and wiring
  *
  * Nothing here assumes one node: all per-node state hangs off the slot
@@ -81,6 +84,7 @@ enum blk_type {
 	BLK_EXTENT,
 	BLK_GROUP,
 	BLK_DIR,	/* directory block: entries must tile it */
+	BLK_XATTR,	/* xattr block: its header or its bucket tree's root */
 	BLK_NTYPES
 };
 
@@ -110,6 +114,9 @@ struct fsd;
 typedef int (*blk_dir_check_fn)(const uint8_t *p, size_t len, char *why, size_t whylen);
 typedef int (*blk_extent_check_fn)(struct fsd *fs, const struct ocfs2_extent_list *el,
 	    unsigned capacity, char *why, size_t whylen);
+/* xattr.c's check of an xattr header of size bytes (bucket_bs: a bucket's block size, or 0) */
+typedef int (*blk_xattr_check_fn)(const struct ocfs2_xattr_header *xh, size_t size,
+	    unsigned bucket_bs, char *why, size_t whylen);
 
 struct fsd_cache {
 	pthread_mutex_t	  mtx;
@@ -239,6 +246,9 @@ struct fsd {
 	int		 sparse;		/* files may have holes (sparse feature) */
 	int		 unwritten;		/* extents may be unwritten (needs sparse) */
 	int		 inline_data;		/* small files and dirs inside the inode */
+	int		 xattr;			/* extended attributes (xattr feature) */
+	unsigned	 xattr_inline_size;	/* s_xattr_inline_size: a new inline area */
+	uint32_t	 xattr_uuid_hash;	/* s_uuid_hash: seeds name hashes */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
 	uint64_t	 first_cluster_group;
@@ -251,6 +261,7 @@ struct fsd {
 	struct fsd_cache cache;
 	blk_dir_check_fn check_dir_entries;	/* dir.c's */
 	blk_extent_check_fn check_extent_list;	/* extent.c's */
+	blk_xattr_check_fn check_xattr_header;	/* xattr.c's */
 	struct fsd_itable *itable;
 	struct fsd_journal *journal;		/* our slot's, NULL when read-only */
 	unsigned	 node_num;		/* what we write in the slot map */
@@ -567,6 +578,8 @@ struct fsd_extent {
  */
 int	 extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 	    uint64_t lblk, struct fsd_extent *ex);
+/* Inside a handle: give an extent block back to the extent_alloc it came from. */
+int	 extent_block_free(struct fsd_handle *h, struct fsd_buf *b);
 /* Check one extent list against its container's capacity: 0 or -1 + why. */
 int	 extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el,
 	    unsigned capacity, char *why, size_t whylen);
@@ -827,8 +840,8 @@ int	 file_fallocate(struct fsd *fs, struct fsd_inode *ip, int mode, uint64_t off
 int	 file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t to);
 
 /* inline.c: inline data (doc/inline-data.md) */
-/* What a new inline area holds: the rest of the block after id_data. */
-unsigned inline_capacity(const struct fsd *fs);
+/* What a new inline area of di holds: the block after id_data, less its inline xattrs. */
+unsigned inline_capacity(const struct fsd *fs, const struct ocfs2_dinode *di);
 /*
  * Inside a handle, inode buffer ib accessed in it: make an empty inode
  * inline (no clusters, size 0), its id2 an empty inline area.
@@ -877,6 +890,42 @@ int	 file_free_all(struct fsd *fs, struct fsd_inode *ip);
 typedef int file_change_fn(struct fsd_handle *h, struct fsd_buf *ib, void *arg);
 int	 file_change_in_steps(struct fsd *fs, struct fsd_inode *ip, file_change_fn *change,
 	    void *arg);
+
+/* xattr.c: extended attributes (doc/xattr.md) */
+/* OCFS2's name indexes (fs/ocfs2/xattr.h enum ocfs2_xattr_type) */
+enum { XATTR_INDEX_USER = 1, XATTR_INDEX_POSIX_ACL_ACCESS, XATTR_INDEX_POSIX_ACL_DEFAULT,
+	XATTR_INDEX_TRUSTED, XATTR_INDEX_SECURITY };
+/* The superblock's xattr facts (s_xattr_inline_size, s_uuid_hash), at mount. */
+void	 xattr_mount(struct fsd *fs, const struct ocfs2_super_block *sb);
+/* block_validate checks xattr headers with xattr_header_check. */
+void	 xattr_register_checks(struct fsd *fs);
+/*
+ * Split "user.foo" into index and suffix: 0, -EOPNOTSUPP for an unknown
+ * prefix, -EINVAL for an empty suffix. Pure.
+ */
+int	 xattr_parse_name(const char *full, int *index, const char **suffix);
+/* The prefix of an index, NULL if none. Pure. */
+const char *xattr_prefix(int index);
+/* ocfs2_xattr_name_hash of a suffix, seeded with s_uuid_hash. Pure. */
+uint32_t xattr_name_hash(uint32_t seed, const char *name, size_t len);
+/* Bytes a name and value take in the storage (the value root past 80 bytes). Pure. */
+size_t	 xattr_namevalue_size(unsigned name_len, uint64_t value_len);
+/* Check a header of size bytes: entries, names and values inside it. Pure. */
+int	 xattr_header_check(const struct ocfs2_xattr_header *xh, size_t size, unsigned bucket_bs,
+	    char *why, size_t whylen);
+/*
+ * The value into out (outlen bytes, or out NULL to ask the size): 0 and
+ * *vlen, -ENODATA, -ERANGE when it does not fit, -EIO.
+ */
+int	 xattr_get(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, void *out,
+	    size_t outlen, size_t *vlen);
+/* Every name, prefixed and NUL-terminated, into out (NULL: the size): as xattr_get. */
+int	 xattr_list(struct fsd *fs, struct fsd_inode *ip, char *out, size_t outlen, size_t *len);
+/* Set (value != NULL) or remove an attribute in a handle of its own; XATTR_CREATE/REPLACE. */
+int	 xattr_set(struct fsd *fs, struct fsd_inode *ip, int index, const char *name,
+	    const void *value, size_t vlen, int flags);
+/* Free every attribute of an inode being deleted (own handles), so it can be wiped. */
+int	 xattr_free_all(struct fsd *fs, struct fsd_inode *ip);
 
 /* orphan.c */
 /* Inside a handle: put an inode whose last link went into our orphan dir. */

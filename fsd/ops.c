@@ -88,6 +88,10 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.unlink		= fsd_unlink,
 	.rmdir		= fsd_rmdir,
 	.rename		= fsd_rename,
+	.setxattr	= fsd_setxattr,
+	.getxattr	= fsd_getxattr,
+	.listxattr	= fsd_listxattr,
+	.removexattr	= fsd_removexattr,
 };
 
 /* mountinfo's form of a path: space, tab, newline and backslash as \ooo. */

@@ -1,0 +1,1216 @@
+/*
+ * Extended attributes as OCFS2 stores them (doc/xattr.md, from
+ * fs/ocfs2/xattr.c): entries in the inode's inline area at the end of
+ * its block, in an external xattr block, or, once a block is indexed,
+ * in 4 KiB buckets sorted by name hash. Values up to
+ * OCFS2_XATTR_INLINE_SIZE sit next to their name; larger ones in
+ * clusters mapped by a value root kept there instead.
+ *
+ * fsd reads every form and frees every form when an inode is deleted.
+ * It writes the inline area and unindexed blocks; a change that would
+ * need a bucket (a full block, or an attribute living in a bucket) fails
+ * with ENOSPC / EOPNOTSUPP, logged once. Every change is one handle under
+ * the inode's META lock EX, so it commits whole or not at all.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+
+#include "log.h"
+
+#include "fsd.h"
+
+/* fs/ocfs2/xattr.c: a value root with room for one extent record */
+#define XATTR_ROOT_SIZE	(sizeof(struct ocfs2_xattr_value_root) + sizeof(struct ocfs2_extent_rec))
+/* fs/ocfs2/xattr.c OCFS2_XATTR_HEADER_GAP: kept free between entries and names */
+#define XATTR_HEADER_GAP	4
+#define XATTR_VALUE_MAX		65536	/* XATTR_SIZE_MAX */
+#define XATTR_SUFFIX_MAX	255	/* xe_name_len is one byte */
+
+static const struct {
+	const char	*prefix;
+	int		 index;
+} namespaces[] = {
+	{ "user.", XATTR_INDEX_USER },
+	{ "system.posix_acl_access", XATTR_INDEX_POSIX_ACL_ACCESS },
+	{ "system.posix_acl_default", XATTR_INDEX_POSIX_ACL_DEFAULT },
+	{ "trusted.", XATTR_INDEX_TRUSTED },
+	{ "security.", XATTR_INDEX_SECURITY },
+};
+
+int
+xattr_parse_name(const char *full, int *index, const char **suffix)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(namespaces) / sizeof(namespaces[0]); i++) {
+		n = strlen(namespaces[i].prefix);
+		if (strncmp(full, namespaces[i].prefix, n) != 0)
+			continue;
+		*index = namespaces[i].index;
+		*suffix = full + n;
+		/* the ACL names are whole: stored with an empty suffix */
+		if (namespaces[i].prefix[n - 1] != '.')
+			return full[n] == '\0' ? 0 : -EOPNOTSUPP;
+		return full[n] == '\0' ? -EINVAL : 0;
+	}
+	return -EOPNOTSUPP;
+}
+
+const char *
+xattr_prefix(int index)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(namespaces) / sizeof(namespaces[0]); i++)
+		if (namespaces[i].index == index)
+			return namespaces[i].prefix;
+	return NULL;
+}
+
+uint32_t
+xattr_name_hash(uint32_t seed, const char *name, size_t len)
+{
+	uint32_t hash = seed;
+	size_t i;
+
+	/* ocfs2_xattr_name_hash: rotate by OCFS2_HASH_SHIFT, xor each (signed) char */
+	for (i = 0; i < len; i++)
+		hash = (hash << OCFS2_HASH_SHIFT) ^ (hash >> (32 - OCFS2_HASH_SHIFT)) ^
+		    (uint32_t)(int32_t)(signed char)name[i];
+	return hash;
+}
+
+size_t
+xattr_namevalue_size(unsigned name_len, uint64_t value_len)
+{
+	return OCFS2_XATTR_SIZE(name_len) + (value_len <= OCFS2_XATTR_INLINE_SIZE ?
+	    OCFS2_XATTR_SIZE(value_len) : XATTR_ROOT_SIZE);
+}
+
+static size_t
+entry_usage(unsigned name_len, uint64_t value_len)
+{
+	return sizeof(struct ocfs2_xattr_entry) + xattr_namevalue_size(name_len, value_len);
+}
+
+int
+xattr_header_check(const struct ocfs2_xattr_header *xh, size_t size, unsigned bucket_bs,
+    char *why, size_t whylen)
+{
+	unsigned count = LE16(xh->xh_count), i;
+	size_t end = sizeof(*xh) + (size_t)count * sizeof(struct ocfs2_xattr_entry);
+
+	if (end > size) {
+		snprintf(why, whylen, "xattr header of %u entries overflows its %zu bytes", count, size);
+		return -1;
+	}
+	for (i = 0; i < count; i++) {
+		const struct ocfs2_xattr_entry *xe = &xh->xh_entries[i];
+		uint64_t vs = LE64(xe->xe_value_size);
+		size_t off = LE16(xe->xe_name_offset), nv;
+		int local = (xe->xe_type & OCFS2_XATTR_ENTRY_LOCAL) != 0;
+
+		if (xe->xe_name_len == 0 && (xe->xe_type & OCFS2_XATTR_TYPE_MASK) != 2 &&
+		    (xe->xe_type & OCFS2_XATTR_TYPE_MASK) != 3) {
+			snprintf(why, whylen, "xattr entry %u has an empty name", i);
+			return -1;
+		}
+		if (vs > XATTR_VALUE_MAX || local != (vs <= OCFS2_XATTR_INLINE_SIZE)) {
+			snprintf(why, whylen, "xattr entry %u: value of %llu bytes %s", i,
+			    (unsigned long long)vs, local ? "marked local" : "marked external");
+			return -1;
+		}
+		nv = xattr_namevalue_size(xe->xe_name_len, vs);
+		if (off < end || off + nv > size) {
+			snprintf(why, whylen, "xattr entry %u: name and value at %zu+%zu outside "
+			    "[%zu, %zu)", i, off, nv, end, size);
+			return -1;
+		}
+		if (bucket_bs != 0 && off / bucket_bs != (off + nv - 1) / bucket_bs) {
+			snprintf(why, whylen, "xattr entry %u straddles a block of its bucket", i);
+			return -1;
+		}
+		if (!local) {
+			const struct ocfs2_xattr_value_root *xv = (const void *)((const uint8_t *)xh +
+			    off + OCFS2_XATTR_SIZE(xe->xe_name_len));
+
+			if (LE16(xv->xr_list.l_count) != 1 || LE16(xv->xr_list.l_next_free_rec) > 1) {
+				snprintf(why, whylen, "xattr entry %u: value root lists %u of %u records",
+				    i, LE16(xv->xr_list.l_next_free_rec), LE16(xv->xr_list.l_count));
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+void
+xattr_register_checks(struct fsd *fs)
+{
+	fs->check_xattr_header = xattr_header_check;
+}
+
+void
+xattr_mount(struct fsd *fs, const struct ocfs2_super_block *sb)
+{
+	fs->xattr = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_XATTR) != 0;
+	/* as ocfs2_initialize_super: both only mean something with the feature */
+	fs->xattr_inline_size = fs->xattr ? LE16(sb->s_xattr_inline_size) : 0;
+	fs->xattr_uuid_hash = fs->xattr ? LE32(sb->s_uuid_hash) : 0;
+	xattr_register_checks(fs);
+}
+
+/* ---- one place entries are kept: the inline area, a block, a bucket -------- */
+
+struct xstore {
+	struct ocfs2_xattr_header *xh;
+	size_t		 size;		/* bytes from xh on that name offsets may reach */
+	struct fsd_buf	*buf;		/* to journal (inline area, block) */
+};
+
+static void
+inline_store(struct fsd *fs, struct fsd_buf *ib, struct xstore *xs)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+
+	xs->size = LE16(di->i_xattr_inline_size);
+	xs->xh = (struct ocfs2_xattr_header *)(ib->data + fs->vol.block_bytes - xs->size);
+	xs->buf = ib;
+}
+
+static void
+block_store(struct fsd *fs, struct fsd_buf *xb, struct xstore *xs)
+{
+	struct ocfs2_xattr_block *x = (struct ocfs2_xattr_block *)xb->data;
+
+	xs->xh = &x->xb_attrs.xb_header;
+	xs->size = fs->vol.block_bytes - offsetof(struct ocfs2_xattr_block, xb_attrs.xb_header);
+	xs->buf = xb;
+}
+
+static const char *
+entry_name(const struct xstore *xs, const struct ocfs2_xattr_entry *xe)
+{
+	return (const char *)xs->xh + LE16(xe->xe_name_offset);
+}
+
+static uint8_t *
+entry_value(const struct xstore *xs, const struct ocfs2_xattr_entry *xe)
+{
+	return (uint8_t *)xs->xh + LE16(xe->xe_name_offset) + OCFS2_XATTR_SIZE(xe->xe_name_len);
+}
+
+static int
+store_find(const struct xstore *xs, int index, const char *name, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < LE16(xs->xh->xh_count); i++) {
+		const struct ocfs2_xattr_entry *xe = &xs->xh->xh_entries[i];
+
+		if ((xe->xe_type & OCFS2_XATTR_TYPE_MASK) == index && xe->xe_name_len == len &&
+		    memcmp(entry_name(xs, xe), name, len) == 0)
+			return (int)i;
+	}
+	return -1;
+}
+
+/* The lowest name offset: where the names, growing down, end. */
+static size_t
+store_free_start(const struct xstore *xs)
+{
+	size_t start = xs->size, off;
+	unsigned i;
+
+	for (i = 0; i < LE16(xs->xh->xh_count); i++)
+		if ((off = LE16(xs->xh->xh_entries[i].xe_name_offset)) < start)
+			start = off;
+	return start;
+}
+
+static long
+store_free_space(const struct xstore *xs)
+{
+	return (long)store_free_start(xs) - (long)sizeof(struct ocfs2_xattr_header) -
+	    (long)LE16(xs->xh->xh_count) * (long)sizeof(struct ocfs2_xattr_entry) -
+	    XATTR_HEADER_GAP;
+}
+
+/* Drop entry i and its name and value, keeping the names packed at the end. */
+static void
+store_remove(struct xstore *xs, unsigned i)
+{
+	struct ocfs2_xattr_header *xh = xs->xh;
+	struct ocfs2_xattr_entry *xe = &xh->xh_entries[i];
+	size_t off = LE16(xe->xe_name_offset), first = store_free_start(xs);
+	size_t nv = xattr_namevalue_size(xe->xe_name_len, LE64(xe->xe_value_size));
+	unsigned count = LE16(xh->xh_count), j;
+
+	memmove((uint8_t *)xh + first + nv, (uint8_t *)xh + first, off - first);
+	memset((uint8_t *)xh + first, 0, nv);
+	for (j = 0; j < count; j++)
+		if (LE16(xh->xh_entries[j].xe_name_offset) < off)
+			xh->xh_entries[j].xe_name_offset =
+			    htole16((uint16_t)(LE16(xh->xh_entries[j].xe_name_offset) + nv));
+	memmove(&xh->xh_entries[i], &xh->xh_entries[i + 1],
+	    (count - i - 1) * sizeof(struct ocfs2_xattr_entry));
+	memset(&xh->xh_entries[count - 1], 0, sizeof(struct ocfs2_xattr_entry));
+	xh->xh_count = htole16((uint16_t)(count - 1));
+}
+
+/*
+ * Append an entry (space checked by the caller); a value past
+ * OCFS2_XATTR_INLINE_SIZE is the root given, its clusters written.
+ */
+static void
+store_add(struct fsd *fs, struct xstore *xs, int index, const char *name, size_t len,
+    const void *value, size_t vlen, const struct ocfs2_xattr_value_root *root)
+{
+	struct ocfs2_xattr_header *xh = xs->xh;
+	unsigned count = LE16(xh->xh_count);
+	struct ocfs2_xattr_entry *xe = &xh->xh_entries[count];
+	size_t nv = xattr_namevalue_size((unsigned)len, vlen);
+	size_t off = store_free_start(xs) - nv;
+	uint8_t *p = (uint8_t *)xh + off;
+
+	memset(xe, 0, sizeof(*xe));
+	xe->xe_name_hash = htole32(xattr_name_hash(fs->xattr_uuid_hash, name, len));
+	xe->xe_name_offset = htole16((uint16_t)off);
+	xe->xe_name_len = (uint8_t)len;
+	xe->xe_type = (uint8_t)index | (vlen <= OCFS2_XATTR_INLINE_SIZE ? OCFS2_XATTR_ENTRY_LOCAL : 0);
+	xe->xe_value_size = htole64(vlen);
+	memset(p, 0, nv);
+	memcpy(p, name, len);
+	if (vlen <= OCFS2_XATTR_INLINE_SIZE)
+		memcpy(p + OCFS2_XATTR_SIZE(len), value, vlen);
+	else
+		memcpy(p + OCFS2_XATTR_SIZE(len), root, XATTR_ROOT_SIZE);
+	xh->xh_count = htole16((uint16_t)(count + 1));
+}
+
+/* ---- value trees ------------------------------------------------------ */
+
+/*
+ * Walk the tree under el: count its leaf records into *leaves, and with h
+ * set, put every leaf's clusters into the truncate log and free every
+ * extent block below el.
+ */
+static int
+tree_walk(struct fsd *fs, struct fsd_handle *h, uint64_t owner, const struct ocfs2_extent_list *el,
+    unsigned *leaves, unsigned level)
+{
+	unsigned depth = LE16(el->l_tree_depth), i;
+	int rc;
+
+	if (level > 6)
+		return -EIO;
+	for (i = 0; i < LE16(el->l_next_free_rec); i++) {
+		const struct ocfs2_extent_rec *r = &el->l_recs[i];
+		uint64_t blk = LE64(r->e_blkno);
+		struct fsd_buf *b;
+
+		if (depth == 0) {
+			(*leaves)++;
+			if (h != NULL && LE16(r->e_leaf_clusters) != 0 &&
+			    (rc = tl_append(h, (uint32_t)(blk >> (fs->cbits - fs->bbits)),
+			    LE16(r->e_leaf_clusters))) != 0)
+				return rc;
+			continue;
+		}
+		if ((rc = block_read_owned(fs, blk, BLK_EXTENT, owner, &b)) != 0)
+			return rc;
+		rc = tree_walk(fs, h, owner, &((const struct ocfs2_extent_block *)b->data)->h_list,
+		    leaves, level + 1);
+		if (rc == 0 && h != NULL)
+			rc = extent_block_free(h, b);
+		block_put(fs, b);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Inside h: free a value's clusters and tree and empty its root. */
+static int
+value_free(struct fsd_handle *h, uint64_t owner, struct ocfs2_xattr_value_root *xv)
+{
+	unsigned leaves = 0;
+	int rc;
+
+	if ((rc = tree_walk(h->fs, h, owner, &xv->xr_list, &leaves, 0)) != 0)
+		return rc;
+	xv->xr_clusters = 0;
+	xv->xr_last_eb_blk = 0;
+	xv->xr_list.l_tree_depth = 0;
+	xv->xr_list.l_next_free_rec = 0;
+	memset(xv->xr_list.l_recs, 0, sizeof(struct ocfs2_extent_rec));
+	return 0;
+}
+
+/* Read a value kept in clusters into out (vlen bytes). */
+static int
+value_read(struct fsd *fs, uint64_t owner, const struct ocfs2_xattr_value_root *xv, void *out,
+    size_t vlen)
+{
+	unsigned bs = fs->vol.block_bytes;
+	uint64_t nblocks = (vlen + bs - 1) / bs, lblk = 0, n;
+	struct fsd_extent ex;
+	uint8_t *buf;
+	int rc;
+
+	if ((uint64_t)LE32(xv->xr_clusters) << fs->cbits < vlen) {
+		fsd_corrupt(fs, owner, "xattr value has fewer clusters than its size needs");
+		return -EIO;
+	}
+	if ((buf = io_alloc(nblocks * bs)) == NULL)
+		return -ENOMEM;
+	while (lblk < nblocks) {
+		if ((rc = extent_map(fs, owner, &xv->xr_list, lblk, &ex)) != 0)
+			break;
+		if (ex.pblk == 0 || ex.nblocks == 0) {
+			fsd_corrupt(fs, owner, "xattr value tree has a hole");
+			rc = -EIO;
+			break;
+		}
+		n = ex.nblocks < nblocks - lblk ? ex.nblocks : nblocks - lblk;
+		if (!block_in_volume(fs, ex.pblk, n)) {
+			fsd_corrupt(fs, owner, "xattr value maps blocks outside the volume");
+			rc = -EIO;
+			break;
+		}
+		if ((rc = block_io(fs, 0, ex.pblk, (unsigned)n, buf + lblk * bs)) != 0)
+			break;
+		lblk += n;
+	}
+	if (lblk == nblocks) {
+		memcpy(out, buf, vlen);
+		rc = 0;
+	}
+	free(buf);
+	return rc;
+}
+
+/*
+ * Inside h: clusters for a value of vlen bytes, written now (before the
+ * commit that points at them) with the rest of the last cluster zeroed;
+ * root describes them.
+ */
+static int
+value_write_new(struct fsd_handle *h, const void *value, size_t vlen,
+    struct ocfs2_xattr_value_root *root)
+{
+	struct fsd *fs = h->fs;
+	unsigned n = (unsigned)((vlen + fs->vol.cluster_bytes - 1) >> fs->cbits), got;
+	uint64_t pblk;
+	uint32_t start;
+	uint8_t *buf;
+	int rc;
+
+	/* one run, so the root's single record maps it (doc/xattr.md) */
+	if ((rc = la_claim(h, 0, n, n, &start, &got)) != 0)
+		return rc;
+	pblk = (uint64_t)start << (fs->cbits - fs->bbits);
+	if ((buf = io_alloc((size_t)n << fs->cbits)) == NULL)
+		return -ENOMEM;
+	memset(buf, 0, (size_t)n << fs->cbits);
+	memcpy(buf, value, vlen);
+	rc = block_io(fs, 1, pblk, n * fs->bpc, buf);
+	free(buf);
+	if (rc != 0)
+		return rc;
+	memset(root, 0, XATTR_ROOT_SIZE);
+	root->xr_clusters = htole32(n);
+	root->xr_list.l_count = htole16(1);
+	root->xr_list.l_next_free_rec = htole16(1);
+	root->xr_list.l_recs[0].e_blkno = htole64(pblk);
+	root->xr_list.l_recs[0].e_leaf_clusters = htole16((uint16_t)n);
+	return 0;
+}
+
+/* ---- buckets (read and free only) --------------------------------------- */
+
+static unsigned
+bucket_blocks(const struct fsd *fs)
+{
+	return OCFS2_XATTR_BUCKET_SIZE / fs->vol.block_bytes;
+}
+
+/* The bucket at blkno, its blocks copied into out (OCFS2_XATTR_BUCKET_SIZE). */
+static int
+bucket_read(struct fsd *fs, uint64_t owner, uint64_t blkno, uint8_t *out)
+{
+	unsigned i, n = bucket_blocks(fs);
+	struct fsd_buf *b;
+	char why[160];
+	int rc;
+
+	if (!block_in_volume(fs, blkno, n)) {
+		fsd_corrupt(fs, owner, "xattr bucket outside the volume");
+		return -EIO;
+	}
+	for (i = 0; i < n; i++) {
+		if ((rc = block_read_owned(fs, blkno + i, BLK_RAW, owner, &b)) != 0)
+			return rc;
+		memcpy(out + (size_t)i * fs->vol.block_bytes, b->data, fs->vol.block_bytes);
+		block_put(fs, b);
+	}
+	if (xattr_header_check((const struct ocfs2_xattr_header *)out, OCFS2_XATTR_BUCKET_SIZE,
+	    fs->vol.block_bytes, why, sizeof(why)) != 0) {
+		fsd_corrupt(fs, blkno, why);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Called for each bucket: nonzero stops the walk (and is returned). */
+typedef int bucket_fn(struct fsd *fs, uint64_t blkno, uint8_t *bucket, void *arg);
+
+/* Each bucket of the run a leaf record of the xattr tree maps. */
+static int
+bucket_run(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_rec *r, uint8_t *bucket,
+    bucket_fn *fn, void *arg)
+{
+	uint64_t blk = LE64(r->e_blkno);
+	unsigned per_cluster = fs->vol.cluster_bytes / OCFS2_XATTR_BUCKET_SIZE;
+	unsigned nb, i;
+	int rc;
+
+	if ((rc = bucket_read(fs, owner, blk, bucket)) != 0)
+		return rc;
+	/* xh_num_buckets of a run's first bucket: how many are in use */
+	nb = LE16(((const struct ocfs2_xattr_header *)bucket)->xh_num_buckets);
+	if (nb == 0 || nb > (unsigned)LE16(r->e_leaf_clusters) * per_cluster) {
+		fsd_corrupt(fs, blk, "xattr bucket run counts an impossible number of buckets");
+		return -EIO;
+	}
+	for (i = 0; i < nb; i++) {
+		if (i > 0 && (rc = bucket_read(fs, owner, blk + (uint64_t)i * bucket_blocks(fs),
+		    bucket)) != 0)
+			return rc;
+		if ((rc = fn(fs, blk + (uint64_t)i * bucket_blocks(fs), bucket, arg)) != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Each bucket of an indexed block's tree, in hash order. */
+static int
+bucket_walk(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el, unsigned level,
+    bucket_fn *fn, void *arg)
+{
+	unsigned i, depth = LE16(el->l_tree_depth);
+	uint8_t *bucket;
+	int rc = 0;
+
+	if (level > 6)
+		return -EIO;
+	if ((bucket = malloc(OCFS2_XATTR_BUCKET_SIZE)) == NULL)
+		return -ENOMEM;
+	for (i = 0; rc == 0 && i < LE16(el->l_next_free_rec); i++) {
+		const struct ocfs2_extent_rec *r = &el->l_recs[i];
+		struct fsd_buf *b;
+
+		if (depth == 0) {
+			rc = bucket_run(fs, owner, r, bucket, fn, arg);
+			continue;
+		}
+		if ((rc = block_read_owned(fs, LE64(r->e_blkno), BLK_EXTENT, owner, &b)) != 0)
+			break;
+		rc = bucket_walk(fs, owner, &((const struct ocfs2_extent_block *)b->data)->h_list,
+		    level + 1, fn, arg);
+		block_put(fs, b);
+	}
+	free(bucket);
+	return rc;
+}
+
+/* ---- reading ------------------------------------------------------------- */
+
+/* What a search found: where, and the value's size. */
+struct xfound {
+	int		 index;
+	const char	*name;
+	size_t		 len;
+	uint64_t	 owner;
+	void		*out;		/* value goes here when it fits */
+	size_t		 outlen;
+	int		 found;
+	uint64_t	 vsize;
+	int		 rc;
+};
+
+/* Found in xs: its size, and its value into f->out if there is room. */
+static int
+fetch(struct fsd *fs, const struct xstore *xs, struct xfound *f)
+{
+	int i = store_find(xs, f->index, f->name, f->len);
+	const struct ocfs2_xattr_entry *xe;
+
+	if (i < 0)
+		return 0;
+	xe = &xs->xh->xh_entries[i];
+	f->found = 1;
+	f->vsize = LE64(xe->xe_value_size);
+	if (f->out == NULL || f->vsize > f->outlen)
+		return 1;
+	if (xe->xe_type & OCFS2_XATTR_ENTRY_LOCAL)
+		memcpy(f->out, entry_value(xs, xe), f->vsize);
+	else
+		f->rc = value_read(fs, f->owner, (const void *)entry_value(xs, xe), f->out, f->vsize);
+	return 1;
+}
+
+static int
+fetch_bucket(struct fsd *fs, uint64_t blkno, uint8_t *bucket, void *arg)
+{
+	struct xstore xs = { (struct ocfs2_xattr_header *)bucket, OCFS2_XATTR_BUCKET_SIZE, NULL };
+
+	(void)blkno;
+	return fetch(fs, &xs, arg);
+}
+
+/* Read the xattr block of a locked inode (validated as BLK_XATTR). */
+static int
+xblock_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t owner, struct fsd_buf **bp)
+{
+	uint64_t loc = LE64(di->i_xattr_loc);
+
+	if (!block_in_volume(fs, loc, 1)) {
+		fsd_corrupt(fs, owner, "i_xattr_loc points outside the volume");
+		return -EIO;
+	}
+	return block_read_owned(fs, loc, BLK_XATTR, owner, bp);
+}
+
+static int
+xblock_indexed(const struct fsd_buf *xb)
+{
+	return (LE16(((const struct ocfs2_xattr_block *)xb->data)->xb_flags) & OCFS2_XATTR_INDEXED) != 0;
+}
+
+/* Look for an attribute anywhere in the locked inode ib. */
+static int
+search(struct fsd *fs, struct fsd_buf *ib, struct xfound *f)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)ib->data;
+	struct xstore xs;
+	struct fsd_buf *xb;
+	int rc = 0;
+
+	f->owner = ib->blkno;
+	if (LE16(di->i_dyn_features) & OCFS2_INLINE_XATTR_FL) {
+		inline_store(fs, ib, &xs);
+		if (fetch(fs, &xs, f))
+			return f->rc;
+	}
+	if (LE64(di->i_xattr_loc) == 0)
+		return 0;
+	if ((rc = xblock_read(fs, di, ib->blkno, &xb)) != 0)
+		return rc;
+	if (!xblock_indexed(xb)) {
+		block_store(fs, xb, &xs);
+		fetch(fs, &xs, f);
+		rc = f->rc;
+	} else {
+		rc = bucket_walk(fs, ib->blkno,
+		    &((struct ocfs2_xattr_block *)xb->data)->xb_attrs.xb_root.xt_list, 0,
+		    fetch_bucket, f);
+		rc = rc == 1 ? f->rc : rc;
+	}
+	block_put(fs, xb);
+	return rc;
+}
+
+int
+xattr_get(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, void *out,
+    size_t outlen, size_t *vlen)
+{
+	struct xfound f = { index, name, strlen(name), 0, out, outlen, 0, 0, 0 };
+	struct fsd_buf *ib;
+	int rc;
+
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
+		return rc;
+	rc = search(fs, ib, &f);
+	inode_unlock_block(fs, ip, LKM_PR, ib);
+	if (rc != 0)
+		return rc;
+	if (!f.found)
+		return -ENODATA;
+	*vlen = f.vsize;
+	return out != NULL && f.vsize > outlen ? -ERANGE : 0;
+}
+
+/* listxattr's buffer: names with their prefix, NUL after each. */
+struct xlist {
+	char	*out;
+	size_t	 outlen, len;
+};
+
+static void
+list_store(const struct xstore *xs, struct xlist *l)
+{
+	unsigned i;
+
+	for (i = 0; i < LE16(xs->xh->xh_count); i++) {
+		const struct ocfs2_xattr_entry *xe = &xs->xh->xh_entries[i];
+		int type = xe->xe_type & OCFS2_XATTR_TYPE_MASK;
+		const char *prefix = xattr_prefix(type);
+		size_t pl, n;
+
+		/* no ACLs on this mount (noacl): their names are not listed */
+		if (prefix == NULL || type == XATTR_INDEX_POSIX_ACL_ACCESS ||
+		    type == XATTR_INDEX_POSIX_ACL_DEFAULT)
+			continue;
+		pl = strlen(prefix);
+		n = pl + xe->xe_name_len + 1;
+		if (l->out != NULL && l->len + n <= l->outlen) {
+			memcpy(l->out + l->len, prefix, pl);
+			memcpy(l->out + l->len + pl, entry_name(xs, xe), xe->xe_name_len);
+			l->out[l->len + n - 1] = '\0';
+		}
+		l->len += n;
+	}
+}
+
+static int
+list_bucket(struct fsd *fs, uint64_t blkno, uint8_t *bucket, void *arg)
+{
+	struct xstore xs = { (struct ocfs2_xattr_header *)bucket, OCFS2_XATTR_BUCKET_SIZE, NULL };
+
+	(void)fs;
+	(void)blkno;
+	list_store(&xs, arg);
+	return 0;
+}
+
+int
+xattr_list(struct fsd *fs, struct fsd_inode *ip, char *out, size_t outlen, size_t *len)
+{
+	struct xlist l = { out, outlen, 0 };
+	const struct ocfs2_dinode *di;
+	struct fsd_buf *ib, *xb;
+	struct xstore xs;
+	int rc = 0;
+
+	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
+		return rc;
+	di = (const struct ocfs2_dinode *)ib->data;
+	if (LE16(di->i_dyn_features) & OCFS2_INLINE_XATTR_FL) {
+		inline_store(fs, ib, &xs);
+		list_store(&xs, &l);
+	}
+	if (LE64(di->i_xattr_loc) != 0 && (rc = xblock_read(fs, di, ib->blkno, &xb)) == 0) {
+		if (!xblock_indexed(xb)) {
+			block_store(fs, xb, &xs);
+			list_store(&xs, &l);
+		} else
+			rc = bucket_walk(fs, ib->blkno,
+			    &((struct ocfs2_xattr_block *)xb->data)->xb_attrs.xb_root.xt_list, 0,
+			    list_bucket, &l);
+		block_put(fs, xb);
+	}
+	inode_unlock_block(fs, ip, LKM_PR, ib);
+	if (rc != 0)
+		return rc;
+	*len = l.len;
+	return out != NULL && l.len > outlen ? -ERANGE : 0;
+}
+
+/* ---- changing ------------------------------------------------------------- */
+
+static void
+log_once(int *done, const char *what)
+{
+	if (!__atomic_exchange_n(done, 1, __ATOMIC_RELAXED))
+		log_warnx("%s (reported once)", what);
+}
+
+static int warned_buckets;
+
+/* May the inline area of di be made now (ocfs2_xattr_has_space_inline)? */
+static int
+inline_room(struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	unsigned size = fs->xattr_inline_size;
+	long free;
+
+	if (size < OCFS2_MIN_XATTR_INLINE_SIZE || fs->vol.block_bytes <= OCFS2_MIN_BLOCKSIZE)
+		return 0;
+	/*
+	 * Not in a directory holding its entries inline: dir.c's expansion
+	 * of such a directory rebuilds id2 over the whole block tail.
+	 */
+	if (inline_has(di) && S_ISDIR(LE16(di->i_mode)))
+		return 0;
+	if (inline_has(di))
+		free = (long)LE16(di->id2.i_data.id_count) - (long)LE64(di->i_size);
+	else if (fsd_fast_symlink(di))
+		free = (long)ocfs2_fast_symlink_chars((int)fs->vol.block_bytes) - (long)LE64(di->i_size);
+	else
+		free = ((long)LE16(di->id2.i_list.l_count) - (long)LE16(di->id2.i_list.l_next_free_rec)) *
+		    (long)sizeof(struct ocfs2_extent_rec);
+	return free >= (long)size;
+}
+
+/* Take the inline area out of what id2 holds (ocfs2_xattr_ibody_init). ib accessed. */
+static void
+inline_init(struct fsd *fs, struct fsd_buf *ib)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	unsigned size = fs->xattr_inline_size;
+
+	if (inline_has(di))
+		di->id2.i_data.id_count = htole16((uint16_t)(LE16(di->id2.i_data.id_count) - size));
+	else if (!fsd_fast_symlink(di))
+		di->id2.i_list.l_count = htole16((uint16_t)(LE16(di->id2.i_list.l_count) -
+		    size / sizeof(struct ocfs2_extent_rec)));
+	memset(ib->data + fs->vol.block_bytes - size, 0, size);
+	di->i_xattr_inline_size = htole16((uint16_t)size);
+	di->i_dyn_features = htole16(LE16(di->i_dyn_features) | OCFS2_INLINE_XATTR_FL |
+	    OCFS2_HAS_XATTR_FL);
+}
+
+/* Inside h, xs's buffer accessed: remove entry i, freeing its value's clusters. */
+static int
+store_delete(struct fsd_handle *h, uint64_t owner, struct xstore *xs, unsigned i)
+{
+	struct ocfs2_xattr_entry *xe = &xs->xh->xh_entries[i];
+	int rc;
+
+	if (!(xe->xe_type & OCFS2_XATTR_ENTRY_LOCAL) &&
+	    (rc = value_free(h, owner, (void *)entry_value(xs, xe))) != 0)
+		return rc;
+	store_remove(xs, i);
+	return 0;
+}
+
+/*
+ * Inside h, xs's buffer accessed: set the attribute in xs, replacing
+ * entry old (-1: none). -ENOSPC when it does not fit, nothing changed.
+ */
+static int
+store_set(struct fsd_handle *h, uint64_t owner, struct xstore *xs, int old, int index,
+    const char *name, size_t len, const void *value, size_t vlen)
+{
+	long need = (long)entry_usage((unsigned)len, vlen), free = store_free_space(xs);
+	struct ocfs2_xattr_value_root *root = NULL;
+	uint8_t rootbuf[XATTR_ROOT_SIZE];
+	int rc;
+
+	if (old >= 0)
+		need -= (long)entry_usage(xs->xh->xh_entries[old].xe_name_len,
+		    LE64(xs->xh->xh_entries[old].xe_value_size));
+	if (free < 0) {
+		fsd_corrupt(h->fs, xs->buf->blkno, "xattr entries overlap their names");
+		return -EIO;
+	}
+	if (need > free)
+		return -ENOSPC;
+	if (vlen > OCFS2_XATTR_INLINE_SIZE) {
+		root = (struct ocfs2_xattr_value_root *)rootbuf;
+		if ((rc = value_write_new(h, value, vlen, root)) != 0)
+			return rc;
+	}
+	if (old >= 0 && (rc = store_delete(h, owner, xs, (unsigned)old)) != 0)
+		return rc;
+	store_add(h->fs, xs, index, name, len, value, vlen, root);
+	return 0;
+}
+
+/* Inside h: a new, empty xattr block for the inode ib (accessed). */
+static int
+xblock_create(struct fsd_handle *h, struct fsd_buf *ib, struct fsd_buf **bp)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct ocfs2_xattr_block *x;
+	uint64_t blkno, group;
+	uint16_t bit;
+	int rc;
+
+	if ((rc = suballoc_claim(h, fs->slots[fs->slot].extent_alloc, &blkno, &group, &bit)) != 0)
+		return rc;
+	if ((rc = block_new_owned(fs, blkno, BLK_XATTR, ib->blkno, bp)) != 0)
+		return rc;
+	if ((rc = journal_access(h, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
+	x = (struct ocfs2_xattr_block *)(*bp)->data;
+	memcpy(x->xb_signature, OCFS2_XATTR_BLOCK_SIGNATURE, sizeof(OCFS2_XATTR_BLOCK_SIGNATURE));
+	x->xb_suballoc_slot = htole16((uint16_t)fs->slot);
+	x->xb_suballoc_bit = htole16(bit);
+	x->xb_suballoc_loc = htole64(group);
+	x->xb_fs_generation = htole32(fs->fs_generation);
+	x->xb_blkno = htole64(blkno);
+	di->i_xattr_loc = htole64(blkno);
+	di->i_dyn_features = htole16(LE16(di->i_dyn_features) | OCFS2_HAS_XATTR_FL);
+	return 0;
+}
+
+/* What the change of one attribute found in the inode, under its EX lock. */
+struct xchange {
+	struct fsd_buf	*ib, *xb;	/* xb: the xattr block, if any */
+	struct xstore	 in, blk;
+	int		 has_in, has_blk, indexed;
+	int		 in_at, blk_at, in_bucket;
+};
+
+static int
+change_find(struct fsd *fs, struct xchange *c, int index, const char *name, size_t len)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)c->ib->data;
+	int rc;
+
+	c->in_at = c->blk_at = -1;
+	if ((c->has_in = (LE16(di->i_dyn_features) & OCFS2_INLINE_XATTR_FL) != 0)) {
+		inline_store(fs, c->ib, &c->in);
+		c->in_at = store_find(&c->in, index, name, len);
+	}
+	if (LE64(di->i_xattr_loc) == 0)
+		return 0;
+	if ((rc = xblock_read(fs, di, c->ib->blkno, &c->xb)) != 0)
+		return rc;
+	c->has_blk = 1;
+	if ((c->indexed = xblock_indexed(c->xb))) {
+		struct xfound f = { index, name, len, c->ib->blkno, NULL, 0, 0, 0, 0 };
+
+		rc = bucket_walk(fs, c->ib->blkno,
+		    &((struct ocfs2_xattr_block *)c->xb->data)->xb_attrs.xb_root.xt_list, 0,
+		    fetch_bucket, &f);
+		if (rc < 0)
+			return rc;
+		c->in_bucket = f.found;
+	} else {
+		block_store(fs, c->xb, &c->blk);
+		c->blk_at = store_find(&c->blk, index, name, len);
+	}
+	return 0;
+}
+
+/* Set in the external block, creating it; -ENOSPC when it would need buckets. */
+static int
+set_in_block(struct fsd_handle *h, struct xchange *c, int index, const char *name, size_t len,
+    const void *value, size_t vlen)
+{
+	int rc;
+
+	if (c->indexed) {
+		log_once(&warned_buckets, "fsd does not add xattrs to bucket trees (indexed xattr "
+		    "blocks): such a set fails with ENOSPC");
+		return -ENOSPC;
+	}
+	if (!c->has_blk) {
+		if ((rc = xblock_create(h, c->ib, &c->xb)) != 0)
+			return rc;
+		c->has_blk = 1;
+		block_store(h->fs, c->xb, &c->blk);
+	} else if ((rc = journal_access(h, c->xb)) != 0)
+		return rc;
+	rc = store_set(h, c->ib->blkno, &c->blk, c->blk_at, index, name, len, value, vlen);
+	if (rc == -ENOSPC)
+		log_once(&warned_buckets, "an xattr block is full and fsd does not index it into "
+		    "buckets: the set fails with ENOSPC");
+	if (rc == 0)
+		journal_dirty(h, c->xb);
+	return rc;
+}
+
+/* The change itself, in h, ib accessed (ocfs2_xattr_set's order of attempts). */
+static int
+change(struct fsd_handle *h, struct xchange *c, int index, const char *name, size_t len,
+    const void *value, size_t vlen, int flags)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)c->ib->data;
+	int exists = c->in_at >= 0 || c->blk_at >= 0 || c->in_bucket;
+	int rc;
+
+	if (!exists && (flags & XATTR_REPLACE))
+		return -ENODATA;
+	if (exists && (flags & XATTR_CREATE))
+		return -EEXIST;
+	if (!exists && value == NULL)
+		return 0;
+	if (c->in_bucket) {
+		log_once(&warned_buckets, "fsd does not change xattrs kept in buckets: such a "
+		    "change fails with EOPNOTSUPP");
+		return -EOPNOTSUPP;
+	}
+	if (value == NULL) {
+		if (c->in_at >= 0)
+			return store_delete(h, c->ib->blkno, &c->in, (unsigned)c->in_at);
+		if ((rc = journal_access(h, c->xb)) != 0)
+			return rc;
+		if ((rc = store_delete(h, c->ib->blkno, &c->blk, (unsigned)c->blk_at)) == 0)
+			journal_dirty(h, c->xb);
+		return rc;
+	}
+	/* inline first, as the kernel tries */
+	rc = -ENOSPC;
+	if (!c->has_in && inline_room(fs, di) &&
+	    entry_usage((unsigned)len, vlen) + sizeof(struct ocfs2_xattr_header) + XATTR_HEADER_GAP <=
+	    fs->xattr_inline_size) {
+		inline_init(fs, c->ib);
+		inline_store(fs, c->ib, &c->in);
+		c->has_in = 1;
+	}
+	if (c->has_in)
+		rc = store_set(h, c->ib->blkno, &c->in, c->in_at, index, name, len, value, vlen);
+	if (rc == 0) {
+		if (c->blk_at < 0)
+			return 0;
+		if ((rc = journal_access(h, c->xb)) != 0)
+			return rc;
+		if ((rc = store_delete(h, c->ib->blkno, &c->blk, (unsigned)c->blk_at)) == 0)
+			journal_dirty(h, c->xb);
+		return rc;
+	}
+	if (rc != -ENOSPC)
+		return rc;
+	if ((rc = set_in_block(h, c, index, name, len, value, vlen)) != 0)
+		return rc;
+	if (c->in_at >= 0)
+		return store_delete(h, c->ib->blkno, &c->in, (unsigned)c->in_at);
+	return 0;
+}
+
+/* Room in the truncate log for what one change may free (a value's records). */
+static int
+tl_make_room(struct fsd *fs, int want)
+{
+	int rc;
+
+	if (tl_room(fs) >= want)
+		return 0;
+	if ((rc = tl_flush(fs)) != 0)
+		return rc;
+	return tl_room(fs) >= want ? 0 : -ENOSPC;
+}
+
+/* A value tree the kernel wrote may have up to one record per cluster. */
+#define XATTR_TL_NEED	(XATTR_VALUE_MAX / 4096 + 2)
+
+static int
+set_once(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, size_t len,
+    const void *value, size_t vlen, int flags)
+{
+	struct xchange c;
+	struct fsd_handle h;
+	struct ocfs2_dinode *di;
+	int rc;
+
+	if ((rc = tl_make_room(fs, XATTR_TL_NEED)) != 0)
+		return rc;
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	memset(&c, 0, sizeof(c));
+	if ((rc = inode_lock_block(fs, ip, LKM_EX, &c.ib)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	di = (struct ocfs2_dinode *)c.ib->data;
+	if ((rc = change_find(fs, &c, index, name, len)) == 0 &&
+	    (rc = journal_access(&h, c.ib)) == 0) {
+		rc = change(&h, &c, index, name, len, value, vlen, flags);
+		if (rc == 0) {
+			inode_now(di, 0, 0, 1);
+			journal_dirty(&h, c.ib);
+		}
+	}
+	if (c.xb != NULL)
+		block_put(fs, c.xb);
+	inode_unlock_block_in(&h, ip, c.ib);
+	journal_stop(&h, rc != 0);
+	return rc;
+}
+
+int
+xattr_set(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, const void *value,
+    size_t vlen, int flags)
+{
+	size_t len = strlen(name);
+	int rc;
+
+	if (!fs->xattr)
+		return -EOPNOTSUPP;
+	if (fs->readonly)
+		return -EROFS;
+	if (len > XATTR_SUFFIX_MAX)
+		return -ERANGE;
+	if (value != NULL && vlen > XATTR_VALUE_MAX)
+		return -E2BIG;
+	rc = set_once(fs, ip, index, name, len, value, vlen, flags);
+	if (rc == -ENOSPC && fsd_reclaim(fs))
+		rc = set_once(fs, ip, index, name, len, value, vlen, flags);
+	return rc;
+}
+
+/* ---- deleting an inode's attributes --------------------------------------- */
+
+/* One bucket value still holding clusters: where. */
+struct xbucket_value {
+	uint64_t	 blkno;		/* the bucket */
+	size_t		 off;		/* of the value root in it */
+	int		 found;
+};
+
+static int
+find_bucket_value(struct fsd *fs, uint64_t blkno, uint8_t *bucket, void *arg)
+{
+	struct xstore xs = { (struct ocfs2_xattr_header *)bucket, OCFS2_XATTR_BUCKET_SIZE, NULL };
+	struct xbucket_value *v = arg;
+	unsigned i;
+
+	(void)fs;
+	for (i = 0; i < LE16(xs.xh->xh_count); i++) {
+		const struct ocfs2_xattr_entry *xe = &xs.xh->xh_entries[i];
+		const struct ocfs2_xattr_value_root *xv;
+
+		if (xe->xe_type & OCFS2_XATTR_ENTRY_LOCAL)
+			continue;
+		xv = (const void *)entry_value(&xs, xe);
+		if (LE16(xv->xr_list.l_next_free_rec) == 0)
+			continue;
+		v->blkno = blkno;
+		v->off = (size_t)((const uint8_t *)xv - bucket);
+		v->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * One step of freeing what an inode's attributes hold, in h with ib
+ * accessed: 1 when a step was taken, 0 when nothing is left.
+ */
+static int
+free_step(struct fsd_handle *h, struct fsd_buf *ib)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct xstore xs;
+	struct fsd_buf *xb, *bb;
+	struct ocfs2_xattr_block *x;
+	unsigned i, leaves = 0;
+	int rc;
+
+	/* values in clusters first, one per step: each step leaves a consistent inode */
+	if (LE16(di->i_dyn_features) & OCFS2_INLINE_XATTR_FL) {
+		inline_store(fs, ib, &xs);
+		for (i = 0; i < LE16(xs.xh->xh_count); i++)
+			if (!(xs.xh->xh_entries[i].xe_type & OCFS2_XATTR_ENTRY_LOCAL))
+				return store_delete(h, ib->blkno, &xs, i) == 0 ? 1 : -EIO;
+	}
+	if (LE64(di->i_xattr_loc) == 0) {
+		di->i_dyn_features = htole16(LE16(di->i_dyn_features) & ~OCFS2_HAS_XATTR_FL);
+		return 0;
+	}
+	if ((rc = xblock_read(fs, di, ib->blkno, &xb)) != 0)
+		return rc;
+	x = (struct ocfs2_xattr_block *)xb->data;
+	if ((rc = journal_access(h, xb)) != 0)
+		goto out;
+	if (!xblock_indexed(xb)) {
+		block_store(fs, xb, &xs);
+		for (i = 0; i < LE16(xs.xh->xh_count); i++)
+			if (!(xs.xh->xh_entries[i].xe_type & OCFS2_XATTR_ENTRY_LOCAL)) {
+				if ((rc = store_delete(h, ib->blkno, &xs, i)) == 0) {
+					journal_dirty(h, xb);
+					rc = 1;
+				}
+				goto out;
+			}
+	} else {
+		struct xbucket_value v = { 0, 0, 0 };
+
+		rc = bucket_walk(fs, ib->blkno, &x->xb_attrs.xb_root.xt_list, 0, find_bucket_value, &v);
+		if (rc < 0)
+			goto out;
+		if (v.found) {
+			/* the root's block of the bucket, journaled with the freeing */
+			uint64_t blk = v.blkno + v.off / fs->vol.block_bytes;
+
+			if ((rc = block_read_owned(fs, blk, BLK_RAW, ib->blkno, &bb)) != 0)
+				goto out;
+			if ((rc = journal_access(h, bb)) == 0 &&
+			    (rc = value_free(h, ib->blkno, (void *)(bb->data +
+			    v.off % fs->vol.block_bytes))) == 0) {
+				journal_dirty(h, bb);
+				rc = 1;
+			}
+			block_put(fs, bb);
+			goto out;
+		}
+		/* every value is gone: the buckets' clusters and the tree's blocks */
+		if ((rc = tree_walk(fs, NULL, ib->blkno, &x->xb_attrs.xb_root.xt_list, &leaves, 0)) != 0)
+			goto out;
+		if ((int)leaves > tl_room(fs)) {
+			rc = -EAGAIN;
+			goto out;
+		}
+		if ((rc = tree_walk(fs, h, ib->blkno, &x->xb_attrs.xb_root.xt_list, &leaves, 0)) != 0)
+			goto out;
+	}
+	/* the block itself, back to the extent_alloc it came from */
+	if (LE16(x->xb_suballoc_slot) >= fs->vol.max_slots) {
+		fsd_corrupt(fs, xb->blkno, "xattr block from an impossible slot");
+		rc = -EIO;
+		goto out;
+	}
+	rc = suballoc_free(h, fs->slots[LE16(x->xb_suballoc_slot)].extent_alloc,
+	    LE64(x->xb_suballoc_loc) != 0 ? LE64(x->xb_suballoc_loc) :
+	    xb->blkno - LE16(x->xb_suballoc_bit), LE16(x->xb_suballoc_bit));
+	if (rc == 0) {
+		di->i_xattr_loc = 0;
+		rc = 1;
+	}
+out:
+	block_put(fs, xb);
+	return rc;
+}
+
+int
+xattr_free_all(struct fsd *fs, struct fsd_inode *ip)
+{
+	struct fsd_handle h;
+	struct fsd_buf *ib;
+	int rc, flushed = 0;
+
+	for (;;) {
+		if ((rc = tl_make_room(fs, XATTR_TL_NEED)) != 0)
+			return rc;
+		if ((rc = journal_start(fs, &h)) != 0)
+			return rc;
+		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
+			journal_stop(&h, 1);
+			return rc;
+		}
+		if (!(LE16(((struct ocfs2_dinode *)ib->data)->i_dyn_features) & OCFS2_HAS_XATTR_FL) &&
+		    LE64(((struct ocfs2_dinode *)ib->data)->i_xattr_loc) == 0) {
+			inode_unlock_block(fs, ip, LKM_EX, ib);
+			journal_stop(&h, 0);
+			return 0;
+		}
+		if ((rc = journal_access(&h, ib)) == 0) {
+			rc = free_step(&h, ib);
+			journal_dirty(&h, ib);
+		}
+		inode_unlock_block_in(&h, ip, ib);
+		journal_stop(&h, rc < 0);
+		if (rc == -EAGAIN && !flushed) {
+			/* a bucket tree of more runs than the log has room for now */
+			flushed = 1;
+			if ((rc = tl_flush(fs)) != 0)
+				return rc;
+			continue;
+		}
+		if (rc <= 0)
+			return rc;
+		flushed = 0;
+	}
+}
