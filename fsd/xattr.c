@@ -722,15 +722,6 @@ xattr_list(struct fsd *fs, struct fsd_inode *ip, char *out, size_t outlen, size_
 
 /* ---- changing ------------------------------------------------------------- */
 
-static void
-log_once(int *done, const char *what)
-{
-	if (!__atomic_exchange_n(done, 1, __ATOMIC_RELAXED))
-		log_warnx("%s (reported once)", what);
-}
-
-static int warned_buckets;
-
 /* May the inline area of di be made now (ocfs2_xattr_has_space_inline)? */
 static int
 inline_room(struct fsd *fs, const struct ocfs2_dinode *di)
@@ -892,18 +883,275 @@ change_find(struct fsd *fs, struct xchange *c, int index, const char *name, size
 	return 0;
 }
 
-/* Set in the external block, creating it; -ENOSPC when it would need buckets. */
+/* ---- writing buckets ---------------------------------------------------- */
+
+/*
+ * One attribute on its way into rebuilt buckets: its entry's facts and
+ * its name and value (or value root) bytes as they are stored.
+ */
+struct xent {
+	uint32_t	 hash;
+	uint8_t		 type;		/* xe_type, the local flag included */
+	uint8_t		 name_len;
+	uint64_t	 vsize;
+	size_t		 nv;
+	uint8_t		 data[OCFS2_XATTR_SIZE(XATTR_SUFFIX_MAX) + OCFS2_XATTR_INLINE_SIZE];
+};
+
+struct xents {
+	struct xent	*v;
+	unsigned	 n, cap;
+};
+
+static int
+xents_push(struct xents *a, const struct xstore *xs, const struct ocfs2_xattr_entry *xe)
+{
+	struct xent *e;
+
+	if (a->n == a->cap) {
+		unsigned cap = a->cap ? 2 * a->cap : 64;
+		struct xent *v = realloc(a->v, cap * sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	e = &a->v[a->n++];
+	e->hash = LE32(xe->xe_name_hash);
+	e->type = xe->xe_type;
+	e->name_len = xe->xe_name_len;
+	e->vsize = LE64(xe->xe_value_size);
+	e->nv = xattr_namevalue_size(xe->xe_name_len, e->vsize);
+	memcpy(e->data, entry_name(xs, xe), e->nv);
+	return 0;
+}
+
+static int
+gather_store(struct xents *a, const struct xstore *xs)
+{
+	unsigned i;
+	int rc;
+
+	for (i = 0; i < LE16(xs->xh->xh_count); i++)
+		if ((rc = xents_push(a, xs, &xs->xh->xh_entries[i])) != 0)
+			return rc;
+	return 0;
+}
+
+static int
+gather_bucket(struct fsd *fs, uint64_t blkno, uint8_t *bucket, void *arg)
+{
+	struct xstore xs = { (struct ocfs2_xattr_header *)bucket, OCFS2_XATTR_BUCKET_SIZE, NULL };
+
+	(void)fs;
+	(void)blkno;
+	return gather_store(arg, &xs);
+}
+
+static int
+xent_cmp(const void *a, const void *b)
+{
+	const struct xent *x = a, *y = b;
+
+	return x->hash < y->hash ? -1 : x->hash > y->hash;
+}
+
+/*
+ * Where a name and value of nv bytes go below free_start in a bucket: in
+ * one block, as ocfs2_bucket_align_free_start keeps them.
+ */
+static size_t
+bucket_place(unsigned bs, size_t free_start, size_t nv)
+{
+	if ((free_start - nv) / bs != (free_start - 1) / bs)
+		free_start -= free_start % bs;
+	return free_start - nv;
+}
+
+/*
+ * Lay the sorted attributes out into buckets (out: nb buckets' room, or
+ * NULL to count): each bucket full as the kernel's space check allows,
+ * entries of one hash never split across two buckets. The number of
+ * buckets, at least one.
+ */
+static unsigned
+bucket_pack(struct fsd *fs, const struct xents *a, uint8_t *out)
+{
+	unsigned bs = fs->vol.block_bytes, nb = 1, i = 0, j, k, count = 0;
+	size_t free_start = OCFS2_XATTR_BUCKET_SIZE, nvlen = 0;
+	struct ocfs2_xattr_header *xh = (void *)out;
+
+	while (i < a->n) {
+		size_t fs2 = free_start;
+
+		/* the run of equal hashes from i goes whole into one bucket */
+		for (j = i; j < a->n && a->v[j].hash == a->v[i].hash; j++)
+			fs2 = bucket_place(bs, fs2, a->v[j].nv);
+		if (count > 0 && (long)fs2 - (long)sizeof(*xh) -
+		    (long)((count + j - i) * sizeof(struct ocfs2_xattr_entry)) - XATTR_HEADER_GAP < 0) {
+			/* full: the next bucket */
+			if (out != NULL) {
+				xh->xh_free_start = htole16((uint16_t)free_start);
+				xh->xh_name_value_len = htole16((uint16_t)nvlen);
+				xh = (void *)(out + (size_t)nb * OCFS2_XATTR_BUCKET_SIZE);
+			}
+			nb++;
+			count = 0;
+			nvlen = 0;
+			free_start = OCFS2_XATTR_BUCKET_SIZE;
+			continue;
+		}
+		for (k = i; k < j; k++) {
+			free_start = bucket_place(bs, free_start, a->v[k].nv);
+			if (out != NULL) {
+				struct ocfs2_xattr_entry *xe = &xh->xh_entries[count];
+
+				xe->xe_name_hash = htole32(a->v[k].hash);
+				xe->xe_name_offset = htole16((uint16_t)free_start);
+				xe->xe_name_len = a->v[k].name_len;
+				xe->xe_type = a->v[k].type;
+				xe->xe_value_size = htole64(a->v[k].vsize);
+				memcpy((uint8_t *)xh + free_start, a->v[k].data, a->v[k].nv);
+			}
+			nvlen += a->v[k].nv;
+			count++;
+			if (out != NULL)
+				xh->xh_count = htole16((uint16_t)count);
+		}
+		i = j;
+	}
+	if (out != NULL) {
+		xh->xh_free_start = htole16((uint16_t)free_start);
+		xh->xh_name_value_len = htole16((uint16_t)nvlen);
+		((struct ocfs2_xattr_header *)out)->xh_num_buckets = htole16((uint16_t)nb);
+	}
+	return nb;
+}
+
+/*
+ * Inside h, c->xb accessed: the block's attributes (its header, or every
+ * bucket of its tree) with name removed and, if value is set, the new
+ * one added, written sorted into new buckets of one cluster run; the old
+ * run and tree are freed and the block becomes (or stays) the root of a
+ * one-record tree. As the kernel's trees: buckets in hash order, a run's
+ * first bucket counting them, e_cpos of the first record 0.
+ */
+static int
+index_rebuild(struct fsd_handle *h, struct xchange *c, int index, const char *name, size_t len,
+    const void *value, size_t vlen)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_xattr_block *x = (struct ocfs2_xattr_block *)c->xb->data;
+	struct ocfs2_xattr_tree_root *xt = &x->xb_attrs.xb_root;
+	unsigned per_cluster = fs->vol.cluster_bytes / OCFS2_XATTR_BUCKET_SIZE, nb, n, got, i;
+	unsigned leaves = 0;
+	struct xents a = { NULL, 0, 0 };
+	uint8_t *buf = NULL;
+	uint64_t pblk;
+	uint32_t start;
+	int rc;
+
+	if (per_cluster == 0)
+		return -EIO;
+	if (c->indexed)
+		rc = bucket_walk(fs, c->ib->blkno, &xt->xt_list, 0, gather_bucket, &a);
+	else
+		rc = gather_store(&a, &c->blk);
+	if (rc != 0)
+		goto out;
+	/* the old one out, its clusters freed with this handle */
+	for (i = 0; i < a.n; i++) {
+		struct xent *e = &a.v[i];
+
+		if ((e->type & OCFS2_XATTR_TYPE_MASK) != index || e->name_len != len ||
+		    memcmp(e->data, name, len) != 0)
+			continue;
+		if (!(e->type & OCFS2_XATTR_ENTRY_LOCAL) && (rc = value_free(h, c->ib->blkno,
+		    (void *)(e->data + OCFS2_XATTR_SIZE(e->name_len)))) != 0)
+			goto out;
+		a.v[i] = a.v[--a.n];
+		break;
+	}
+	if (value != NULL) {
+		/* room for a header, one entry and the largest name and value */
+		uint64_t tmp[(sizeof(struct ocfs2_xattr_header) + sizeof(struct ocfs2_xattr_entry) +
+		    sizeof(((struct xent *)NULL)->data)) / 8 + 1];
+		struct xstore one = { (struct ocfs2_xattr_header *)tmp, 0, NULL };
+		struct ocfs2_xattr_value_root *root = NULL;
+		uint8_t rootbuf[XATTR_ROOT_SIZE];
+
+		/* the new entry made as a block's would be, then taken from there */
+		memset(tmp, 0, sizeof(tmp));
+		one.size = sizeof(struct ocfs2_xattr_header) + sizeof(struct ocfs2_xattr_entry) +
+		    xattr_namevalue_size((unsigned)len, vlen);
+		if (vlen > OCFS2_XATTR_INLINE_SIZE) {
+			root = (struct ocfs2_xattr_value_root *)rootbuf;
+			if ((rc = value_write_new(h, value, vlen, root)) != 0)
+				goto out;
+		}
+		store_add(fs, &one, index, name, len, value, vlen, root);
+		if ((rc = xents_push(&a, &one, &one.xh->xh_entries[0])) != 0)
+			goto out;
+	}
+	qsort(a.v, a.n, sizeof(*a.v), xent_cmp);
+	nb = bucket_pack(fs, &a, NULL);
+	n = (nb + per_cluster - 1) / per_cluster;
+	if (n > UINT16_MAX) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	/* the old tree's runs and blocks go to the truncate log with this handle */
+	if (c->indexed) {
+		if ((rc = tree_walk(fs, NULL, c->ib->blkno, &xt->xt_list, &leaves, 0)) != 0)
+			goto out;
+		if ((int)leaves > tl_room(fs)) {
+			rc = -EAGAIN;
+			goto out;
+		}
+	}
+	if ((rc = la_claim(h, 0, n, n, &start, &got)) != 0)
+		goto out;
+	pblk = (uint64_t)start << (fs->cbits - fs->bbits);
+	if ((buf = io_alloc((size_t)n << fs->cbits)) == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memset(buf, 0, (size_t)n << fs->cbits);
+	bucket_pack(fs, &a, buf);
+	/*
+	 * Written before the commit that points the block at them (new
+	 * clusters, as value_write_new's); what the cache held of these
+	 * blocks is forgotten.
+	 */
+	for (i = 0; i < n * fs->bpc; i++)
+		block_forget(fs, pblk + i);
+	if ((rc = block_io(fs, 1, pblk, n * fs->bpc, buf)) != 0)
+		goto out;
+	if (c->indexed && (rc = tree_walk(fs, h, c->ib->blkno, &xt->xt_list, &leaves, 0)) != 0)
+		goto out;
+	memset(&x->xb_attrs, 0, fs->vol.block_bytes - offsetof(struct ocfs2_xattr_block, xb_attrs));
+	x->xb_flags = htole16(LE16(x->xb_flags) | OCFS2_XATTR_INDEXED);
+	xt->xt_clusters = htole32(n);
+	xt->xt_list.l_count = htole16((uint16_t)ocfs2_xattr_recs_per_xb((int)fs->vol.block_bytes));
+	xt->xt_list.l_next_free_rec = htole16(1);
+	xt->xt_list.l_recs[0].e_blkno = htole64(pblk);
+	xt->xt_list.l_recs[0].e_leaf_clusters = htole16((uint16_t)n);
+	c->indexed = 1;
+	journal_dirty(h, c->xb);
+out:
+	free(buf);
+	free(a.v);
+	return rc;
+}
+
+/* Set in the external block, creating it; indexed into buckets when it is full. */
 static int
 set_in_block(struct fsd_handle *h, struct xchange *c, int index, const char *name, size_t len,
     const void *value, size_t vlen)
 {
 	int rc;
 
-	if (c->indexed) {
-		log_once(&warned_buckets, "fsd does not add xattrs to bucket trees (indexed xattr "
-		    "blocks): such a set fails with ENOSPC");
-		return -ENOSPC;
-	}
 	if (!c->has_blk) {
 		if ((rc = xblock_create(h, c->ib, &c->xb)) != 0)
 			return rc;
@@ -911,11 +1159,28 @@ set_in_block(struct fsd_handle *h, struct xchange *c, int index, const char *nam
 		block_store(h->fs, c->xb, &c->blk);
 	} else if ((rc = journal_access(h, c->xb)) != 0)
 		return rc;
+	if (c->indexed)
+		return index_rebuild(h, c, index, name, len, value, vlen);
 	rc = store_set(h, c->ib->blkno, &c->blk, c->blk_at, index, name, len, value, vlen);
 	if (rc == -ENOSPC)
-		log_once(&warned_buckets, "an xattr block is full and fsd does not index it into "
-		    "buckets: the set fails with ENOSPC");
+		/* full: its entries and this one into buckets (ocfs2_xattr_create_index_block) */
+		return index_rebuild(h, c, index, name, len, value, vlen);
 	if (rc == 0)
+		journal_dirty(h, c->xb);
+	return rc;
+}
+
+/* Remove from the external block (c->blk_at, or a bucket). */
+static int
+remove_in_block(struct fsd_handle *h, struct xchange *c, int index, const char *name, size_t len)
+{
+	int rc;
+
+	if ((rc = journal_access(h, c->xb)) != 0)
+		return rc;
+	if (c->indexed)
+		return index_rebuild(h, c, index, name, len, NULL, 0);
+	if ((rc = store_delete(h, c->ib->blkno, &c->blk, (unsigned)c->blk_at)) == 0)
 		journal_dirty(h, c->xb);
 	return rc;
 }
@@ -927,7 +1192,8 @@ change(struct fsd_handle *h, struct xchange *c, int index, const char *name, siz
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)c->ib->data;
-	int exists = c->in_at >= 0 || c->blk_at >= 0 || c->in_bucket;
+	int in_blk = c->blk_at >= 0 || c->in_bucket;
+	int exists = c->in_at >= 0 || in_blk;
 	int rc;
 
 	if (!exists && (flags & XATTR_REPLACE))
@@ -936,19 +1202,10 @@ change(struct fsd_handle *h, struct xchange *c, int index, const char *name, siz
 		return -EEXIST;
 	if (!exists && value == NULL)
 		return 0;
-	if (c->in_bucket) {
-		log_once(&warned_buckets, "fsd does not change xattrs kept in buckets: such a "
-		    "change fails with EOPNOTSUPP");
-		return -EOPNOTSUPP;
-	}
 	if (value == NULL) {
 		if (c->in_at >= 0)
 			return store_delete(h, c->ib->blkno, &c->in, (unsigned)c->in_at);
-		if ((rc = journal_access(h, c->xb)) != 0)
-			return rc;
-		if ((rc = store_delete(h, c->ib->blkno, &c->blk, (unsigned)c->blk_at)) == 0)
-			journal_dirty(h, c->xb);
-		return rc;
+		return remove_in_block(h, c, index, name, len);
 	}
 	/* inline first, as the kernel tries */
 	rc = -ENOSPC;
@@ -961,15 +1218,8 @@ change(struct fsd_handle *h, struct xchange *c, int index, const char *name, siz
 	}
 	if (c->has_in)
 		rc = store_set(h, c->ib->blkno, &c->in, c->in_at, index, name, len, value, vlen);
-	if (rc == 0) {
-		if (c->blk_at < 0)
-			return 0;
-		if ((rc = journal_access(h, c->xb)) != 0)
-			return rc;
-		if ((rc = store_delete(h, c->ib->blkno, &c->blk, (unsigned)c->blk_at)) == 0)
-			journal_dirty(h, c->xb);
-		return rc;
-	}
+	if (rc == 0)
+		return in_blk ? remove_in_block(h, c, index, name, len) : 0;
 	if (rc != -ENOSPC)
 		return rc;
 	if ((rc = set_in_block(h, c, index, name, len, value, vlen)) != 0)
@@ -1045,14 +1295,17 @@ xattr_set(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, con
 	if (value != NULL && vlen > XATTR_VALUE_MAX)
 		return -E2BIG;
 	rc = set_once(fs, ip, index, name, len, value, vlen, flags);
+	/* a bucket tree of more runs than the truncate log has room for now */
+	if (rc == -EAGAIN && (rc = tl_flush(fs)) == 0)
+		rc = set_once(fs, ip, index, name, len, value, vlen, flags);
 	if (rc == -ENOSPC && fsd_reclaim(fs))
 		rc = set_once(fs, ip, index, name, len, value, vlen, flags);
-	return rc;
+	return rc == -EAGAIN ? -ENOSPC : rc;
 }
 
 /* ---- deleting an inode's attributes --------------------------------------- */
 
-/* One bucket value still holding clusters: where. */
+/* The first value in a bucket that still holds clusters: where its root is. */
 struct xbucket_value {
 	uint64_t	 blkno;		/* the bucket */
 	size_t		 off;		/* of the value root in it */
@@ -1094,7 +1347,7 @@ free_step(struct fsd_handle *h, struct fsd_buf *ib)
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
 	struct xstore xs;
-	struct fsd_buf *xb, *bb;
+	struct fsd_buf *xb;
 	struct ocfs2_xattr_block *x;
 	unsigned i, leaves = 0;
 	int rc;
@@ -1127,12 +1380,18 @@ free_step(struct fsd_handle *h, struct fsd_buf *ib)
 			}
 	} else {
 		struct xbucket_value v = { 0, 0, 0 };
+		const struct ocfs2_extent_list *xl = &x->xb_attrs.xb_root.xt_list;
+		struct fsd_buf *bb;
 
-		rc = bucket_walk(fs, ib->blkno, &x->xb_attrs.xb_root.xt_list, 0, find_bucket_value, &v);
-		if (rc < 0)
+		if ((rc = bucket_walk(fs, ib->blkno, xl, 0, find_bucket_value, &v)) < 0)
 			goto out;
 		if (v.found) {
-			/* the root's block of the bucket, journaled with the freeing */
+			/*
+			 * One value a step, its root emptied in the bucket's
+			 * block with the freeing (as ocfs2_xattr_value_truncate).
+			 * The block goes home before its cluster is reused:
+			 * tl_flush checkpoints first.
+			 */
 			uint64_t blk = v.blkno + v.off / fs->vol.block_bytes;
 
 			if ((rc = block_read_owned(fs, blk, BLK_RAW, ib->blkno, &bb)) != 0)
@@ -1146,14 +1405,14 @@ free_step(struct fsd_handle *h, struct fsd_buf *ib)
 			block_put(fs, bb);
 			goto out;
 		}
-		/* every value is gone: the buckets' clusters and the tree's blocks */
-		if ((rc = tree_walk(fs, NULL, ib->blkno, &x->xb_attrs.xb_root.xt_list, &leaves, 0)) != 0)
+		/* every value is gone: the buckets' runs and the tree's blocks */
+		if ((rc = tree_walk(fs, NULL, ib->blkno, xl, &leaves, 0)) != 0)
 			goto out;
 		if ((int)leaves > tl_room(fs)) {
 			rc = -EAGAIN;
 			goto out;
 		}
-		if ((rc = tree_walk(fs, h, ib->blkno, &x->xb_attrs.xb_root.xt_list, &leaves, 0)) != 0)
+		if ((rc = tree_walk(fs, h, ib->blkno, xl, &leaves, 0)) != 0)
 			goto out;
 	}
 	/* the block itself, back to the extent_alloc it came from */
