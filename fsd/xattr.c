@@ -732,11 +732,10 @@ inline_room(struct fsd *fs, const struct ocfs2_dinode *di)
 	if (size < OCFS2_MIN_XATTR_INLINE_SIZE || fs->vol.block_bytes <= OCFS2_MIN_BLOCKSIZE)
 		return 0;
 	/*
-	 * Not in a directory holding its entries inline: dir.c's expansion
-	 * of such a directory rebuilds id2 over the whole block tail.
+	 * A directory holding its entries inline has i_size = id_count
+	 * (ocfs2_fill_new_dir_id): never room, as in the kernel, so dir.c
+	 * may rebuild its id2 over the whole block tail when it expands.
 	 */
-	if (inline_has(di) && S_ISDIR(LE16(di->i_mode)))
-		return 0;
 	if (inline_has(di))
 		free = (long)LE16(di->id2.i_data.id_count) - (long)LE64(di->i_size);
 	else if (fsd_fast_symlink(di))

@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Extended attributes (mkfs.ocfs2 --fs-feature-level=max-compat
+# --fs-features=xattr,sparse,unwritten,inline-data).
+#
+# One node, 1K blocks (a bucket is four blocks): user., trusted. and
+# security. attributes set, read, listed and removed with setfattr and
+# getfattr; values of 0, 80 and 81 bytes (the inline value limit) and of
+# 64 KiB (a value tree); the errors (ENODATA, EEXIST, EOPNOTSUPP for an
+# unknown prefix and for ACL names on this noacl mount, E2BIG, ERANGE); a file
+# with hundreds of attributes that go inline, then to its xattr block,
+# then into buckets, half removed and some replaced, compared with a
+# model after a remount; debugfs.ocfs2 counting the same attributes and
+# showing the buckets; files carrying each form deleted. 4K blocks: inline
+# data next to inline xattrs, growing past the smaller area; an inline
+# directory's attribute goes to a block (the kernel's rule) and survives
+# its expansion. A damaged xattr block is EIO with the block named. fsd killed after fsync: the attributes are
+# there after the replay. Two nodes see each other's attributes.
+# fsck.ocfs2 -fn clean after each part.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/netd_lib.inc"
+source "$(dirname "$0")/fsd_lib.inc"
+
+D=$FSD_DIR
+MNT=$D/mnt
+MODEL=$D/model.json
+FEATURES=(--fs-feature-level=max-compat --fs-features=xattr,sparse,unwritten,inline-data)
+
+# model CMD FILE...: python's view of the attributes, against the model in MODEL.
+#   fill FILE N: N attributes of assorted sizes, then removes and replaces, into the model
+#   verify FILE: the file's names and values are exactly the model's
+model() {
+	python3 - "$MODEL" "$@" <<'EOF'
+import json, os, random, sys
+model_path, cmd, f = sys.argv[1:4]
+if cmd == 'fill':
+    random.seed(7)
+    m = {}
+    for i in range(int(sys.argv[4])):
+        n = 'user.attr-%05d' % i
+        v = os.urandom(random.choice([0, 3, 40, 80, 81, 200, 1500]))
+        os.setxattr(f, n, v)
+        m[n] = v.hex()
+    for n in sorted(m)[::3]:
+        os.removexattr(f, n)
+        del m[n]
+    for n in sorted(m)[::7]:
+        v = os.urandom(random.choice([1, 90, 700]))
+        os.setxattr(f, n, v)
+        m[n] = v.hex()
+    json.dump(m, open(model_path, 'w'))
+elif cmd == 'verify':
+    m = json.load(open(model_path))
+    names = set(os.listxattr(f))
+    if names != set(m):
+        sys.exit('names differ: %d listed, %d in the model' % (len(names), len(m)))
+    for n, v in m.items():
+        if os.getxattr(f, n).hex() != v:
+            sys.exit('value of %s differs' % n)
+EOF
+}
+
+# py_errno CODE: run python CODE (os imported, f = $MNT/f); print the errno name it raises.
+py_errno() {
+	python3 -c "
+import errno, os
+f = '$MNT/f'
+try:
+    $1
+    print('OK')
+except OSError as e:
+    print(errno.errorcode[e.errno])"
+}
+
+# dbg_xattrs IMG PATH: the total debugfs.ocfs2 counts for PATH.
+dbg_xattrs() {
+	debugfs.ocfs2 -R "xattr $2" "$1" 2>/dev/null | sed -n 's/.*Extended attributes in total: \([0-9]*\).*/\1/p'
+}
+
+# dyn_names IMG PATH: the inode's dynamic features by name, as debugfs.ocfs2 prints them.
+dyn_names() {
+	debugfs.ocfs2 -R "stat $2" "$1" 2>/dev/null | sed -n 's/.*Dynamic Features: ([^)]*) *//p' | xargs
+}
+
+echo "-- one node, 1K blocks"
+IMG=$D/xattr1k.img
+check "mkfs (1K blocks, xattr)" mkfs_img "$IMG" -b 1024 -C 4096 "${FEATURES[@]}"
+run_check "mount" fsd_mount "$IMG" "$MNT"
+head -c 65536 /dev/urandom >"$D/big"
+head -c 81 /dev/urandom >"$D/v81"
+echo hello >"$MNT/f"
+check "set user., trusted., security." sh -c "setfattr -n user.small -v hello '$MNT/f' &&
+    setfattr -n trusted.t -v 0x0102 '$MNT/f' && setfattr -n security.s -v sec '$MNT/f'"
+check_eq "get them back" "hello 0x0102 sec" \
+    "$(getfattr --only-values -n user.small "$MNT/f") $(getfattr -e hex -n trusted.t "$MNT/f" 2>/dev/null | sed -n 's/^trusted.t=//p') $(getfattr --only-values -n security.s "$MNT/f")"
+check_eq "list them" "security.s trusted.t user.small" \
+    "$(getfattr -m - -d --absolute-names "$MNT/f" | sed -n 's/=.*//p' | sort | xargs)"
+check "an empty value" sh -c "setfattr -n user.empty '$MNT/f' && getfattr -n user.empty '$MNT/f'"
+check "80 bytes stay next to the name, 81 go to a cluster, 64 KiB to a value tree" sh -c "
+    setfattr -n user.v80 -v 0x$(head -c 80 /dev/zero | tr '\0' 'A' | xxd -p | tr -d '\n') '$MNT/f' &&
+    setfattr -n user.v81 -v 0x$(xxd -p "$D/v81" | tr -d '\n') '$MNT/f' &&
+    python3 -c \"import os; os.setxattr('$MNT/f', 'user.big', open('$D/big','rb').read())\""
+check "the 81-byte and 64 KiB values read back" python3 -c "
+import os
+assert os.getxattr('$MNT/f', 'user.v81') == open('$D/v81', 'rb').read()
+assert os.getxattr('$MNT/f', 'user.big') == open('$D/big', 'rb').read()"
+check_eq "XATTR_CREATE on an existing name" EEXIST "$(py_errno "os.setxattr(f, 'user.small', b'x', os.XATTR_CREATE)")"
+check_eq "XATTR_REPLACE on a missing name" ENODATA "$(py_errno "os.setxattr(f, 'user.none', b'x', os.XATTR_REPLACE)")"
+check_eq "get of a missing name" ENODATA "$(py_errno "os.getxattr(f, 'user.none')")"
+check_eq "an unknown prefix" ENOTSUP "$(py_errno "os.setxattr(f, 'bogus.x', b'x')")"
+check_eq "ACL names on a noacl mount" ENOTSUP "$(py_errno "os.getxattr(f, 'system.posix_acl_access')")"
+check_eq "a value past 64 KiB" E2BIG "$(py_errno "os.setxattr(f, 'user.huge', b'x' * 65537)")"
+check_eq "a buffer too small" ERANGE "$(python3 -c "
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(2)
+rc = libc.getxattr(b'$MNT/f', b'user.small', buf, 2)
+print(errno.errorcode[ctypes.get_errno()] if rc < 0 else rc)")"
+check "remove one" setfattr -x user.v80 "$MNT/f"
+check_eq "removing it again" ENODATA "$(py_errno "os.removexattr(f, 'user.v80')")"
+NF=$(getfattr -m - -d --absolute-names "$MNT/f" | grep -c =)
+touch "$MNT/many"
+check "400 attributes: inline, block, buckets; a third removed, some replaced" model fill "$MNT/many" 400
+check "they read back as the model says" model verify "$MNT/many"
+# forms to delete: only inline; inline and a block with a value tree
+touch "$MNT/in" "$MNT/blk"
+setfattr -n user.a -v 1 "$MNT/in"
+for i in $(seq 1 12); do setfattr -n "user.blk-$i" -v "0x$(head -c 100 /dev/urandom | xxd -p | tr -d '\n')" "$MNT/blk"; done
+mkdir "$MNT/dir"
+setfattr -n user.d -v "$(head -c 300 /dev/zero | tr '\0' d)" "$MNT/dir"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
+check_eq "debugfs.ocfs2 counts what getfattr listed" "$NF" "$(dbg_xattrs "$IMG" /f)"
+check "debugfs.ocfs2 sees buckets" sh -c "debugfs.ocfs2 -R 'xattr /many' '$IMG' | grep -q 'Has buckets'"
+check_eq "debugfs.ocfs2 counts the model's attributes" \
+    "$(python3 -c "import json; print(len(json.load(open('$MODEL'))))")" "$(dbg_xattrs "$IMG" /many)"
+run_check "mount again" fsd_mount "$IMG" "$MNT"
+check "after the remount, as the model says" model verify "$MNT/many"
+check_eq "a directory's attribute" 300 "$(getfattr --only-values -n user.d "$MNT/dir" | wc -c)"
+check "delete files carrying each form" rm "$MNT/many" "$MNT/in" "$MNT/blk" "$MNT/f"
+check "rmdir one" rmdir "$MNT/dir"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean after the deletes" fsck_clean "$IMG"
+
+echo "-- inline data and inline xattrs share the inode block"
+IMG=$D/xattr4k.img
+check "mkfs (4K blocks)" mkfs_img "$IMG" -b 4096 -C 4096 "${FEATURES[@]}"
+run_check "mount" fsd_mount "$IMG" "$MNT"
+head -c 100 /dev/urandom >"$D/d100"
+cp "$D/d100" "$MNT/small"
+setfattr -n user.x -v inline "$MNT/small"
+head -c 3000 /dev/urandom | tee -a "$D/d100" >>"$MNT/small"
+check "an inline file with inline xattrs grows past its smaller area" cmp "$MNT/small" "$D/d100"
+touch "$MNT/later"
+setfattr -n user.first -v 1 "$MNT/later"
+head -c 3700 /dev/urandom >"$D/d3700"
+cp "$D/d3700" "$MNT/later"
+check "a file with inline xattrs written later: 3700 bytes do not fit inline" cmp "$MNT/later" "$D/d3700"
+mkdir "$MNT/dir"
+setfattr -n user.d -v dirattr "$MNT/dir"
+for i in $(seq 1 120); do : >"$MNT/dir/entry-with-a-long-name-$i"; done
+check_eq "an inline directory with an attribute expands" "120 dirattr" \
+    "$(ls "$MNT/dir" | wc -l) $(getfattr --only-values -n user.d "$MNT/dir")"
+touch "$MNT/damaged"
+for i in $(seq 1 30); do setfattr -n "user.d-$i" -v "0x$(head -c 60 /dev/urandom | xxd -p | tr -d '\n')" "$MNT/damaged"; done
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
+check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster" \
+    "InlineData HasXattr InlineXattr / HasXattr InlineXattr" \
+    "$(dyn_names "$IMG" /small) / $(dyn_names "$IMG" /later)"
+
+echo "-- a damaged xattr block"
+XB=$(debugfs.ocfs2 -R "stat /damaged" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
+check "the attributes went to a block" test "${XB:-0}" -gt 0
+poke "$IMG" "${XB:-0}" 0 5858585858585858
+run_check "mount" fsd_mount "$IMG" "$MNT"
+expect_error "getfattr is EIO" "Input/output error" getfattr -n user.d-30 "$MNT/damaged"
+check "the log names the block" grep -q "block $XB: bad signature" "$MNT.log"
+check_eq "the other files are fine" dirattr "$(getfattr --only-values -n user.d "$MNT/dir")"
+fusermount3 -u "$MNT"
+wait "$FSD_PID" 2>/dev/null
+
+echo "-- fsd killed after fsync"
+IMG=$D/xattrcrash.img
+check "mkfs" mkfs_img "$IMG" -b 4096 -C 4096 "${FEATURES[@]}"
+run_check "mount" fsd_mount "$IMG" "$MNT" -o commit=60
+check "set attributes of every form, fsync" python3 -c "
+import os
+f = '$MNT/c'
+open(f, 'w').close()
+os.setxattr(f, 'user.small', b's')
+os.setxattr(f, 'user.big', b'B' * 5000)
+for i in range(60):
+    os.setxattr(f, 'user.n%03d' % i, b'v' * 60)
+fd = os.open(f, os.O_RDONLY); os.fsync(fd); os.close(fd)"
+kill -9 "$FSD_PID"
+wait "$FSD_PID" 2>/dev/null
+umount -l "$MNT" 2>/dev/null
+run_check "mount (replaying the journal)" fsd_mount "$IMG" "$MNT"
+check "every attribute is there" python3 -c "
+import os
+f = '$MNT/c'
+assert os.getxattr(f, 'user.small') == b's'
+assert os.getxattr(f, 'user.big') == b'B' * 5000
+assert all(os.getxattr(f, 'user.n%03d' % i) == b'v' * 60 for i in range(60))"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
+
+echo "-- two nodes"
+lc_setup
+trap 'cluster_cleanup 2 fsd' EXIT
+IMG=$D/xattrshared.img
+check "mkfs (cluster, xattr)" mkfs_img "$IMG" --cluster-stack=o2cb --cluster-name=lc -N 2 \
+    -b 4096 -C 4096 -J size=8M "${FEATURES[@]}"
+if ! lc up 2 --image "$IMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null; then
+	fail "localcluster up 2"
+	finish
+	exit 1
+fi
+declare -a M=()
+for k in 1 2; do run_check "node$k mounts" node_mount "$k"; done
+touch "${M[1]}/s"
+setfattr -n user.one -v from-node1 "${M[1]}/s"
+check_eq "node2 reads node1's attribute" from-node1 "$(getfattr --only-values -n user.one "${M[2]}/s")"
+for i in $(seq 1 40); do setfattr -n "user.many-$i" -v "$(head -c 70 /dev/zero | tr '\0' x)" "${M[2]}/s"; done
+check_eq "node1 lists node2's 40 more" 41 "$(getfattr -m - -d --absolute-names "${M[1]}/s" | grep -c =)"
+setfattr -x user.one "${M[1]}/s"
+expect_error "node2 sees node1's removal" "No such attribute" getfattr -n user.one "${M[2]}/s"
+rm "${M[2]}/s"
+for k in 1 2; do check "node$k unmounts" lc umount "$k"; done
+check "fsck clean" fsck_clean "$IMG"
+
+finish
