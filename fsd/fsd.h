@@ -47,7 +47,9 @@
  *                conversion to extents when they outgrow it
  *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
  *   xattr.c      extended attributes: the inline area, xattr blocks, bucket
- *                trees (read and freed), value trees; freeing them on delete
+ *                trees, value trees; freeing them on delete
+ *   acl.c        POSIX ACLs kept in xattrs: the kernel's form, the mode,
+ *                inheritance, chmod
  *   ops.c        the FUSE lowlevel table and connection setup
  *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
  *   ops_namei.c  FUSE handlers on names: create, mkdir, link, unlink, rename
@@ -230,6 +232,7 @@ struct fsd_mount_opts {
 	double		 entry_timeout;		/* ... and names (s) */
 	int		 writeback_cache;	/* let the kernel gather writes */
 	unsigned	 threads;		/* FUSE workers (-o threads) */
+	int		 noacl;			/* -o noacl (ACLs are on with xattr, as ocfs2's) */
 };
 
 struct fsd {
@@ -247,6 +250,7 @@ struct fsd {
 	int		 unwritten;		/* extents may be unwritten (needs sparse) */
 	int		 inline_data;		/* small files and dirs inside the inode */
 	int		 xattr;			/* extended attributes (xattr feature) */
+	int		 acl;			/* POSIX ACLs served and enforced (acl.c) */
 	unsigned	 xattr_inline_size;	/* s_xattr_inline_size: a new inline area */
 	uint32_t	 xattr_uuid_hash;	/* s_uuid_hash: seeds name hashes */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
@@ -924,8 +928,43 @@ int	 xattr_list(struct fsd *fs, struct fsd_inode *ip, char *out, size_t outlen, 
 /* Set (value != NULL) or remove an attribute in a handle of its own; XATTR_CREATE/REPLACE. */
 int	 xattr_set(struct fsd *fs, struct fsd_inode *ip, int index, const char *name,
 	    const void *value, size_t vlen, int flags);
+/* The same, and with mode >= 0 the mode's permission bits set in the same handle. */
+int	 xattr_set_mode(struct fsd *fs, struct fsd_inode *ip, int index, const char *name,
+	    const void *value, size_t vlen, int flags, int mode);
 /* Free every attribute of an inode being deleted (own handles), so it can be wiped. */
 int	 xattr_free_all(struct fsd *fs, struct fsd_inode *ip);
+
+/* acl.c: POSIX ACLs in system.posix_acl_* (doc/xattr.md) */
+/* The kernel's form (posix_acl_xattr_header and entries) to OCFS2's: 0 or -EINVAL. Pure. */
+int	 acl_from_vfs(const void *v, size_t n, uint8_t *out, size_t cap, size_t *outlen);
+/* OCFS2's form to the kernel's (out NULL: the size only): 0, -ERANGE, -EIO. Pure. */
+int	 acl_to_vfs(const uint8_t *d, size_t n, void *out, size_t cap, size_t *outlen);
+/* posix_acl_equiv_mode: *mode's permission bits from the ACL; 0 if it says no more. Pure. */
+int	 acl_equiv_mode(const uint8_t *d, size_t n, unsigned *mode);
+/* posix_acl_create_masq: ACL and mode limit each other; 0 if the ACL says no more. Pure. */
+int	 acl_create_masq(uint8_t *d, size_t n, unsigned *mode);
+/* posix_acl_chmod_masq: the ACL follows a new mode. Pure. */
+void	 acl_chmod(uint8_t *d, size_t n, unsigned mode);
+/* The ACL of index (2 access, 3 default) in the kernel's form; as xattr_get. */
+int	 acl_get(struct fsd *fs, struct fsd_inode *ip, int index, void *out, size_t cap, size_t *len);
+/* Set (v NULL: remove) an ACL given in the kernel's form; the access ACL sets the mode. */
+int	 acl_set(struct fsd *fs, struct fsd_inode *ip, int index, const void *v, size_t n);
+/* What a new inode takes from its directory's default ACL. */
+struct acl_inherit {
+	uint8_t	*access, *dflt;		/* OCFS2's form, malloc'ed, or NULL */
+	size_t	 access_len, dflt_len;
+};
+/*
+ * Before creating an inode of *mode in dir: with a default ACL, the mode
+ * and the new ACLs limited by each other; without, the umask applied.
+ */
+int	 acl_inherit(struct fsd *fs, struct fsd_inode *dir, unsigned *mode, unsigned umask,
+	    struct acl_inherit *a);
+/* Give the new inode blkno what acl_inherit found (own handles). */
+int	 acl_apply(struct fsd *fs, uint64_t blkno, const struct acl_inherit *a);
+void	 acl_inherit_free(struct acl_inherit *a);
+/* After a chmod: the access ACL, if any, follows the mode. */
+int	 acl_chmod_inode(struct fsd *fs, struct fsd_inode *ip, unsigned mode);
 
 /* orphan.c */
 /* Inside a handle: put an inode whose last link went into our orphan dir. */

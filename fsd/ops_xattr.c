@@ -2,9 +2,8 @@
  * FUSE handlers on extended attributes (xattr.c keeps them). The kernel
  * checked permissions (default_permissions: trusted.* needs
  * CAP_SYS_ADMIN, user.* read or write access) and the VFS limits (names
- * of 255 bytes, values of 64 KiB) before asking. POSIX ACL names are
- * refused as ocfs2 refuses them on a noacl mount: fsd does not enforce
- * ACLs.
+ * of 255 bytes, values of 64 KiB) before asking. POSIX ACL names go to
+ * acl.c, or are refused as ocfs2 refuses them on a noacl mount.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -15,15 +14,19 @@
 
 /* The index and suffix of a name fsd serves, or -errno (EOPNOTSUPP). */
 static int
-parse(const char *name, int *index, const char **suffix)
+is_acl(int index)
+{
+	return index == XATTR_INDEX_POSIX_ACL_ACCESS || index == XATTR_INDEX_POSIX_ACL_DEFAULT;
+}
+
+static int
+parse(struct fsd *fs, const char *name, int *index, const char **suffix)
 {
 	int rc;
 
 	if ((rc = xattr_parse_name(name, index, suffix)) != 0)
 		return rc;
-	if (*index == XATTR_INDEX_POSIX_ACL_ACCESS || *index == XATTR_INDEX_POSIX_ACL_DEFAULT)
-		return -EOPNOTSUPP;
-	return 0;
+	return is_acl(*index) && !fs->acl ? -EOPNOTSUPP : 0;
 }
 
 void
@@ -38,12 +41,13 @@ fsd_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 
 	if (!fs->xattr)
 		return (void)fuse_reply_err(req, EOPNOTSUPP);
-	if ((rc = parse(name, &index, &suffix)) != 0)
+	if ((rc = parse(fs, name, &index, &suffix)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	if (size > 0 && (buf = malloc(size)) == NULL)
 		return (void)fuse_reply_err(req, ENOMEM);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) == 0) {
-		rc = xattr_get(fs, ip, index, suffix, buf, size, &vlen);
+		rc = is_acl(index) ? acl_get(fs, ip, index, buf, size, &vlen) :
+		    xattr_get(fs, ip, index, suffix, buf, size, &vlen);
 		inode_put(fs, ip);
 	}
 	if (rc != 0)
@@ -92,13 +96,14 @@ change(fuse_req_t req, fuse_ino_t ino, const char *name, const void *value, size
 
 	if (!fs->xattr)
 		return -EOPNOTSUPP;
-	if ((rc = parse(name, &index, &suffix)) != 0)
+	if ((rc = parse(fs, name, &index, &suffix)) != 0)
 		return rc;
 	if (fs->readonly)
 		return -EROFS;
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return rc;
-	rc = xattr_set(fs, ip, index, suffix, value, size, flags);
+	rc = is_acl(index) ? acl_set(fs, ip, index, value, size) :
+	    xattr_set(fs, ip, index, suffix, value, size, flags);
 	inode_put(fs, ip);
 	return rc;
 }

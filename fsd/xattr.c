@@ -160,6 +160,8 @@ xattr_mount(struct fsd *fs, const struct ocfs2_super_block *sb)
 	/* as ocfs2_initialize_super: both only mean something with the feature */
 	fs->xattr_inline_size = fs->xattr ? LE16(sb->s_xattr_inline_size) : 0;
 	fs->xattr_uuid_hash = fs->xattr ? LE32(sb->s_uuid_hash) : 0;
+	/* ocfs2's default: ACLs with the xattr feature, unless noacl (FUSE may still refuse) */
+	fs->acl = fs->xattr && !fs->opts.noacl;
 	xattr_register_checks(fs);
 }
 
@@ -648,6 +650,7 @@ xattr_get(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, voi
 struct xlist {
 	char	*out;
 	size_t	 outlen, len;
+	int	 acl;		/* list the ACL names */
 };
 
 static void
@@ -661,9 +664,9 @@ list_store(const struct xstore *xs, struct xlist *l)
 		const char *prefix = xattr_prefix(type);
 		size_t pl, n;
 
-		/* no ACLs on this mount (noacl): their names are not listed */
-		if (prefix == NULL || type == XATTR_INDEX_POSIX_ACL_ACCESS ||
-		    type == XATTR_INDEX_POSIX_ACL_DEFAULT)
+		/* a noacl mount does not list ACLs */
+		if (prefix == NULL || (!l->acl && (type == XATTR_INDEX_POSIX_ACL_ACCESS ||
+		    type == XATTR_INDEX_POSIX_ACL_DEFAULT)))
 			continue;
 		pl = strlen(prefix);
 		n = pl + xe->xe_name_len + 1;
@@ -690,7 +693,7 @@ list_bucket(struct fsd *fs, uint64_t blkno, uint8_t *bucket, void *arg)
 int
 xattr_list(struct fsd *fs, struct fsd_inode *ip, char *out, size_t outlen, size_t *len)
 {
-	struct xlist l = { out, outlen, 0 };
+	struct xlist l = { out, outlen, 0, fs->acl };
 	const struct ocfs2_dinode *di;
 	struct fsd_buf *ib, *xb;
 	struct xstore xs;
@@ -1246,7 +1249,7 @@ tl_make_room(struct fsd *fs, int want)
 
 static int
 set_once(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, size_t len,
-    const void *value, size_t vlen, int flags)
+    const void *value, size_t vlen, int flags, int mode)
 {
 	struct xchange c;
 	struct fsd_handle h;
@@ -1267,6 +1270,9 @@ set_once(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, size
 	    (rc = journal_access(&h, c.ib)) == 0) {
 		rc = change(&h, &c, index, name, len, value, vlen, flags);
 		if (rc == 0) {
+			if (mode >= 0)
+				di->i_mode = htole16((uint16_t)((LE16(di->i_mode) & ~0777u) |
+				    ((unsigned)mode & 0777)));
 			inode_now(di, 0, 0, 1);
 			journal_dirty(&h, c.ib);
 		}
@@ -1282,6 +1288,13 @@ int
 xattr_set(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, const void *value,
     size_t vlen, int flags)
 {
+	return xattr_set_mode(fs, ip, index, name, value, vlen, flags, -1);
+}
+
+int
+xattr_set_mode(struct fsd *fs, struct fsd_inode *ip, int index, const char *name,
+    const void *value, size_t vlen, int flags, int mode)
+{
 	size_t len = strlen(name);
 	int rc;
 
@@ -1293,12 +1306,12 @@ xattr_set(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, con
 		return -ERANGE;
 	if (value != NULL && vlen > XATTR_VALUE_MAX)
 		return -E2BIG;
-	rc = set_once(fs, ip, index, name, len, value, vlen, flags);
+	rc = set_once(fs, ip, index, name, len, value, vlen, flags, mode);
 	/* a bucket tree of more runs than the truncate log has room for now */
 	if (rc == -EAGAIN && (rc = tl_flush(fs)) == 0)
-		rc = set_once(fs, ip, index, name, len, value, vlen, flags);
+		rc = set_once(fs, ip, index, name, len, value, vlen, flags, mode);
 	if (rc == -ENOSPC && fsd_reclaim(fs))
-		rc = set_once(fs, ip, index, name, len, value, vlen, flags);
+		rc = set_once(fs, ip, index, name, len, value, vlen, flags, mode);
 	return rc == -EAGAIN ? -ENOSPC : rc;
 }
 
