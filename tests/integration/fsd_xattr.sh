@@ -6,14 +6,18 @@
 # security. attributes set, read, listed and removed with setfattr and
 # getfattr; values of 0, 80 and 81 bytes (the inline value limit) and of
 # 64 KiB (a value tree); the errors (ENODATA, EEXIST, EOPNOTSUPP for an
-# unknown prefix and for ACL names on this noacl mount, E2BIG, ERANGE); a file
+# unknown prefix, E2BIG, ERANGE); a file
 # with hundreds of attributes that go inline, then to its xattr block,
 # then into buckets, half removed and some replaced, compared with a
 # model after a remount; debugfs.ocfs2 counting the same attributes and
 # showing the buckets; files carrying each form deleted. 4K blocks: inline
 # data next to inline xattrs, growing past the smaller area; an inline
 # directory's attribute goes to a block (the kernel's rule) and survives
-# its expansion. A damaged xattr block is EIO with the block named. fsd killed after fsync: the attributes are
+# its expansion. A damaged xattr block is EIO with the block named.
+# POSIX ACLs: enforced for another uid, the mask following chmod, default
+# ACLs inherited by files and directories (the umask only without one),
+# an ACL equal to the mode kept as the mode, kept across a remount,
+# refused on a noacl mount. fsd killed after fsync: the attributes are
 # there after the replay. Two nodes see each other's attributes.
 # fsck.ocfs2 -fn clean after each part.
 source "$(dirname "$0")/../lib.sh"
@@ -107,7 +111,7 @@ check_eq "XATTR_CREATE on an existing name" EEXIST "$(py_errno "os.setxattr(f, '
 check_eq "XATTR_REPLACE on a missing name" ENODATA "$(py_errno "os.setxattr(f, 'user.none', b'x', os.XATTR_REPLACE)")"
 check_eq "get of a missing name" ENODATA "$(py_errno "os.getxattr(f, 'user.none')")"
 check_eq "an unknown prefix" ENOTSUP "$(py_errno "os.setxattr(f, 'bogus.x', b'x')")"
-check_eq "ACL names on a noacl mount" ENOTSUP "$(py_errno "os.getxattr(f, 'system.posix_acl_access')")"
+check_eq "no ACL on a new file" ENODATA "$(py_errno "os.getxattr(f, 'system.posix_acl_access')")"
 check_eq "a value past 64 KiB" E2BIG "$(py_errno "os.setxattr(f, 'user.huge', b'x' * 65537)")"
 check_eq "a buffer too small" ERANGE "$(python3 -c "
 import ctypes, errno
@@ -178,6 +182,49 @@ check "the log names the block" grep -q "block $XB: bad signature" "$MNT.log"
 check_eq "the other files are fine" dirattr "$(getfattr --only-values -n user.d "$MNT/dir")"
 fusermount3 -u "$MNT"
 wait "$FSD_PID" 2>/dev/null
+
+echo "-- POSIX ACLs"
+IMG=$D/xattracl.img
+check "mkfs (4K blocks)" mkfs_img "$IMG" -b 4096 -C 4096 "${FEATURES[@]}"
+run_check "mount (acl is the default)" fsd_mount "$IMG" "$MNT" -o allow_other
+# as1000 CMD...: CMD as uid and gid 1000, no other groups (the test's directory open to it)
+as1000() { setpriv --reuid 1000 --regid 1000 --clear-groups "$@"; }
+chmod 755 "$D"
+echo secret >"$MNT/s"
+chmod 600 "$MNT/s"
+expect_error "uid 1000 may not read a 0600 file" "Permission denied" as1000 cat "$MNT/s"
+setfacl -m u:1000:r "$MNT/s"
+check_eq "an ACL entry lets it read" secret "$(as1000 cat "$MNT/s")"
+check_eq "the mode's group bits show the mask" 640 "$(stat -c %a "$MNT/s")"
+chmod 600 "$MNT/s"
+check_eq "chmod carries into the mask" "mask::---" "$(getfacl -pn "$MNT/s" 2>/dev/null | grep '^mask')"
+expect_error "and the entry is no longer effective" "Permission denied" as1000 cat "$MNT/s"
+mkdir "$MNT/shared"
+setfacl -m u:1000:rwx "$MNT/shared"
+setfacl -d -m u:1000:rwx "$MNT/shared"
+as1000 sh -c "umask 077; : >'$MNT/shared/mine'; mkdir '$MNT/shared/sub'"
+check_eq "a default ACL is inherited, the umask not applied" "664 user:1000:rwx" \
+    "$(stat -c %a "$MNT/shared/mine") $(getfacl -pn "$MNT/shared/mine" 2>/dev/null | grep -o '^user:1000:rwx')"
+check_eq "a new directory inherits the default too" "default:user:1000:rwx" \
+    "$(getfacl -pn "$MNT/shared/sub" 2>/dev/null | grep -o '^default:user:1000:rwx')"
+(umask 077; : >"$MNT/plain")
+check_eq "without a default ACL the umask applies" 600 "$(stat -c %a "$MNT/plain")"
+setfacl -m u::rwx,g::r,o::- "$MNT/plain"
+check_eq "an ACL the mode says all of is only the mode" "740 ENODATA" \
+    "$(stat -c %a "$MNT/plain") $(py_errno "os.getxattr('$MNT/plain', 'system.posix_acl_access')")"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
+check_eq "debugfs.ocfs2 sees the access ACL (type 2)" 1 \
+    "$(debugfs.ocfs2 -R 'xattr -v /s' "$IMG" | grep -c '^[[:space:]]*#0[[:space:]]*2[[:space:]]')"
+run_check "mount -o noacl" fsd_mount "$IMG" "$MNT" -o noacl,allow_other
+expect_error "noacl: setfacl is refused" "Operation not supported" setfacl -m u:1000:r "$MNT/plain"
+check_eq "noacl: ACLs are not listed" "" "$(getfattr -m - --absolute-names "$MNT/s" 2>/dev/null)"
+run_check "unmount" fsd_umount "$MNT"
+run_check "mount again (acl)" fsd_mount "$IMG" "$MNT" -o allow_other
+check_eq "the ACLs are still there" "user:1000:r--" "$(getfacl -pn "$MNT/s" 2>/dev/null | grep -o '^user:1000:r--')"
+check "delete files with ACLs" rm -r "$MNT/shared" "$MNT/s"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
 
 echo "-- fsd killed after fsync"
 IMG=$D/xattrcrash.img
