@@ -1,9 +1,10 @@
 /*
  * Extended attributes: OCFS2's name hash and the sizes and checks of
  * xattr headers (pure), then attributes set, replaced and removed on the
- * root of a volume made by mkfs.ocfs2 --fs-features=xattr: the inline
- * area, then the block, then buckets, each value read back and the
- * headers still well-formed; fsck.ocfs2 -fn clean at the end.
+ * root of a volume made by mkfs.ocfs2 --fs-features=xattr: the block,
+ * then buckets, each value read back; fsck.ocfs2 -fn clean at the end.
+ * POSIX ACLs: OCFS2's form and the kernel's, the mode an ACL gives, the
+ * creation and chmod rules (pure).
  */
 #include <criterion/criterion.h>
 
@@ -228,4 +229,97 @@ Test(fsd_xattr, inline_block_buckets, .init = make_volume, .fini = remove_volume
 	inode_put(&fs, ip);
 	super_unmount(&fs);
 	cr_assert(fsck_clean());
+}
+
+/* An ACL in OCFS2's form from (tag, perm, id) triples. */
+static size_t
+acl_of(uint8_t *out, const unsigned (*e)[3], unsigned n)
+{
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		uint8_t *p = out + 8 * i;
+
+		p[0] = (uint8_t)e[i][0];
+		p[1] = (uint8_t)(e[i][0] >> 8);
+		p[2] = (uint8_t)e[i][1];
+		p[3] = 0;
+		memcpy(p + 4, &(uint32_t){ htole32(e[i][2]) }, 4);
+	}
+	return 8 * n;
+}
+
+static unsigned
+perm_of(const uint8_t *d, unsigned i)
+{
+	return d[8 * i + 2];
+}
+
+Test(fsd_xattr, acl_forms)
+{
+	static const unsigned base[][3] = { { 1, 6, ~0u }, { 4, 4, ~0u }, { 0x20, 4, ~0u } };
+	static const unsigned named[][3] = { { 1, 7, ~0u }, { 2, 6, 1000 }, { 4, 5, ~0u },
+	    { 0x10, 7, ~0u }, { 0x20, 1, ~0u } };
+	uint8_t d[64], v[64], back[64];
+	size_t n, vn, bn;
+	unsigned mode;
+
+	/* OCFS2's form is the VFS's without its 4-byte version header */
+	n = acl_of(d, named, 5);
+	cr_assert_eq(acl_to_vfs(d, n, NULL, 0, &vn), 0);
+	cr_assert_eq(vn, n + 4);
+	cr_assert_eq(acl_to_vfs(d, n, v, 8, &vn), -ERANGE);
+	cr_assert_eq(acl_to_vfs(d, n, v, sizeof(v), &vn), 0);
+	cr_assert_eq(v[0], 2);
+	cr_assert_eq(memcmp(v + 4, d, n), 0);
+	cr_assert_eq(acl_from_vfs(v, vn, back, sizeof(back), &bn), 0);
+	cr_assert_eq(bn, n);
+	cr_assert_eq(memcmp(back, d, n), 0);
+	/* ids only for named entries; a bad version, tag or order is refused */
+	memset(v + 4 + 4, 0, 4);	/* user_obj's id given as 0 */
+	cr_assert_eq(acl_from_vfs(v, vn, back, sizeof(back), &bn), 0);
+	cr_assert_eq(memcmp(back + 4, "\xff\xff\xff\xff", 4), 0);
+	v[0] = 1;
+	cr_assert_eq(acl_from_vfs(v, vn, back, sizeof(back), &bn), -EINVAL);
+	v[0] = 2;
+	v[4 + 8 * 4] = 0x40;	/* other's tag */
+	cr_assert_eq(acl_from_vfs(v, vn, back, sizeof(back), &bn), -EINVAL);
+	v[4 + 8 * 4] = 0x20;
+	memcpy(v + 4, d + 8, 8);	/* a named user before the owner */
+	cr_assert_eq(acl_from_vfs(v, vn, back, sizeof(back), &bn), -EINVAL);
+	/* a named entry needs a mask */
+	memcpy(v + 4, d, n);
+	v[4 + 8 * 3] = 0x20;
+	cr_assert_eq(acl_from_vfs(v, vn - 8, back, sizeof(back), &bn), -EINVAL);
+
+	/* the mode an ACL gives: the mask stands for the group */
+	mode = S_IFREG | 0777;
+	cr_assert_eq(acl_equiv_mode(d, n, &mode), 1);
+	cr_assert_eq(mode, S_IFREG | 0771u);
+	n = acl_of(d, base, 3);
+	cr_assert_eq(acl_equiv_mode(d, n, &mode), 0);
+	cr_assert_eq(mode, S_IFREG | 0644u);
+
+	/* created under a default ACL: mode 0666 limits owner, mask and other */
+	n = acl_of(d, named, 5);
+	mode = S_IFREG | 0666;
+	cr_assert_eq(acl_create_masq(d, n, &mode), 1);
+	cr_assert_eq(mode, S_IFREG | 0660u);
+	cr_assert_eq(perm_of(d, 0), 6u);
+	cr_assert_eq(perm_of(d, 1), 6u, "a named entry keeps its bits");
+	cr_assert_eq(perm_of(d, 3), 6u);
+	cr_assert_eq(perm_of(d, 4), 0u);
+	/* chmod: owner, mask and other follow; the group entry stays */
+	acl_chmod(d, n, 0754);
+	cr_assert_eq(perm_of(d, 0), 7u);
+	cr_assert_eq(perm_of(d, 2), 5u);
+	cr_assert_eq(perm_of(d, 3), 5u);
+	cr_assert_eq(perm_of(d, 4), 4u);
+	/* without a mask the group entry follows */
+	n = acl_of(d, base, 3);
+	acl_chmod(d, n, 0705);
+	cr_assert_eq(perm_of(d, 1), 0u);
+	mode = S_IFDIR | 0777;
+	cr_assert_eq(acl_create_masq(d, n, &mode), 0);
+	cr_assert_eq(mode, S_IFDIR | 0705u);
 }
