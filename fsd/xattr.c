@@ -27,6 +27,15 @@
 /* fs/ocfs2/xattr.c OCFS2_XATTR_HEADER_GAP: kept free between entries and names */
 #define XATTR_HEADER_GAP	4
 #define XATTR_VALUE_MAX		65536	/* XATTR_SIZE_MAX */
+
+/*
+ * A value root copied out of the storage, where it sits after a name
+ * and is only 4-byte aligned: every look at one goes through a copy.
+ */
+union xroot {
+	struct ocfs2_xattr_value_root	xv;
+	uint8_t				bytes[XATTR_ROOT_SIZE];
+};
 #define XATTR_SUFFIX_MAX	255	/* xe_name_len is one byte */
 
 static const struct {
@@ -134,12 +143,13 @@ xattr_header_check(const struct ocfs2_xattr_header *xh, size_t size, unsigned bu
 			return -1;
 		}
 		if (!local) {
-			const struct ocfs2_xattr_value_root *xv = (const void *)((const uint8_t *)xh +
-			    off + OCFS2_XATTR_SIZE(xe->xe_name_len));
+			union xroot r;
 
-			if (LE16(xv->xr_list.l_count) != 1 || LE16(xv->xr_list.l_next_free_rec) > 1) {
+			memcpy(r.bytes, (const uint8_t *)xh + off + OCFS2_XATTR_SIZE(xe->xe_name_len),
+			    XATTR_ROOT_SIZE);
+			if (LE16(r.xv.xr_list.l_count) != 1 || LE16(r.xv.xr_list.l_next_free_rec) > 1) {
 				snprintf(why, whylen, "xattr entry %u: value root lists %u of %u records",
-				    i, LE16(xv->xr_list.l_next_free_rec), LE16(xv->xr_list.l_count));
+				    i, LE16(r.xv.xr_list.l_next_free_rec), LE16(r.xv.xr_list.l_count));
 				return -1;
 			}
 		}
@@ -269,7 +279,7 @@ store_remove(struct xstore *xs, unsigned i)
  */
 static void
 store_add(struct fsd *fs, struct xstore *xs, int index, const char *name, size_t len,
-    const void *value, size_t vlen, const struct ocfs2_xattr_value_root *root)
+    const void *value, size_t vlen, const union xroot *root)
 {
 	struct ocfs2_xattr_header *xh = xs->xh;
 	unsigned count = LE16(xh->xh_count);
@@ -289,7 +299,7 @@ store_add(struct fsd *fs, struct xstore *xs, int index, const char *name, size_t
 	if (vlen <= OCFS2_XATTR_INLINE_SIZE)
 		memcpy(p + OCFS2_XATTR_SIZE(len), value, vlen);
 	else
-		memcpy(p + OCFS2_XATTR_SIZE(len), root, XATTR_ROOT_SIZE);
+		memcpy(p + OCFS2_XATTR_SIZE(len), root->bytes, XATTR_ROOT_SIZE);
 	xh->xh_count = htole16((uint16_t)(count + 1));
 }
 
@@ -335,42 +345,46 @@ tree_walk(struct fsd *fs, struct fsd_handle *h, uint64_t owner, const struct ocf
 	return 0;
 }
 
-/* Inside h: free a value's clusters and tree and empty its root. */
+/* Inside h: free a value's clusters and tree and empty its root (at p, in its storage). */
 static int
-value_free(struct fsd_handle *h, uint64_t owner, struct ocfs2_xattr_value_root *xv)
+value_free(struct fsd_handle *h, uint64_t owner, void *p)
 {
 	unsigned leaves = 0;
+	union xroot r;
 	int rc;
 
-	if ((rc = tree_walk(h->fs, h, owner, &xv->xr_list, &leaves, 0)) != 0)
+	memcpy(r.bytes, p, XATTR_ROOT_SIZE);
+	if ((rc = tree_walk(h->fs, h, owner, &r.xv.xr_list, &leaves, 0)) != 0)
 		return rc;
-	xv->xr_clusters = 0;
-	xv->xr_last_eb_blk = 0;
-	xv->xr_list.l_tree_depth = 0;
-	xv->xr_list.l_next_free_rec = 0;
-	memset(xv->xr_list.l_recs, 0, sizeof(struct ocfs2_extent_rec));
+	r.xv.xr_clusters = 0;
+	r.xv.xr_last_eb_blk = 0;
+	r.xv.xr_list.l_tree_depth = 0;
+	r.xv.xr_list.l_next_free_rec = 0;
+	memset(r.xv.xr_list.l_recs, 0, sizeof(struct ocfs2_extent_rec));
+	memcpy(p, r.bytes, XATTR_ROOT_SIZE);
 	return 0;
 }
 
 /* Read a value kept in clusters into out (vlen bytes). */
 static int
-value_read(struct fsd *fs, uint64_t owner, const struct ocfs2_xattr_value_root *xv, void *out,
-    size_t vlen)
+value_read(struct fsd *fs, uint64_t owner, const void *p, void *out, size_t vlen)
 {
 	unsigned bs = fs->vol.block_bytes;
 	uint64_t nblocks = (vlen + bs - 1) / bs, lblk = 0, n;
 	struct fsd_extent ex;
+	union xroot r;
 	uint8_t *buf;
 	int rc;
 
-	if ((uint64_t)LE32(xv->xr_clusters) << fs->cbits < vlen) {
+	memcpy(r.bytes, p, XATTR_ROOT_SIZE);
+	if ((uint64_t)LE32(r.xv.xr_clusters) << fs->cbits < vlen) {
 		fsd_corrupt(fs, owner, "xattr value has fewer clusters than its size needs");
 		return -EIO;
 	}
 	if ((buf = io_alloc(nblocks * bs)) == NULL)
 		return -ENOMEM;
 	while (lblk < nblocks) {
-		if ((rc = extent_map(fs, owner, &xv->xr_list, lblk, &ex)) != 0)
+		if ((rc = extent_map(fs, owner, &r.xv.xr_list, lblk, &ex)) != 0)
 			break;
 		if (ex.pblk == 0 || ex.nblocks == 0) {
 			fsd_corrupt(fs, owner, "xattr value tree has a hole");
@@ -401,8 +415,7 @@ value_read(struct fsd *fs, uint64_t owner, const struct ocfs2_xattr_value_root *
  * root describes them.
  */
 static int
-value_write_new(struct fsd_handle *h, const void *value, size_t vlen,
-    struct ocfs2_xattr_value_root *root)
+value_write_new(struct fsd_handle *h, const void *value, size_t vlen, union xroot *r)
 {
 	struct fsd *fs = h->fs;
 	unsigned n = (unsigned)((vlen + fs->vol.cluster_bytes - 1) >> fs->cbits), got;
@@ -423,12 +436,12 @@ value_write_new(struct fsd_handle *h, const void *value, size_t vlen,
 	free(buf);
 	if (rc != 0)
 		return rc;
-	memset(root, 0, XATTR_ROOT_SIZE);
-	root->xr_clusters = htole32(n);
-	root->xr_list.l_count = htole16(1);
-	root->xr_list.l_next_free_rec = htole16(1);
-	root->xr_list.l_recs[0].e_blkno = htole64(pblk);
-	root->xr_list.l_recs[0].e_leaf_clusters = htole16((uint16_t)n);
+	memset(r->bytes, 0, XATTR_ROOT_SIZE);
+	r->xv.xr_clusters = htole32(n);
+	r->xv.xr_list.l_count = htole16(1);
+	r->xv.xr_list.l_next_free_rec = htole16(1);
+	r->xv.xr_list.l_recs[0].e_blkno = htole64(pblk);
+	r->xv.xr_list.l_recs[0].e_leaf_clusters = htole16((uint16_t)n);
 	return 0;
 }
 
@@ -561,7 +574,7 @@ fetch(struct fsd *fs, const struct xstore *xs, struct xfound *f)
 	if (xe->xe_type & OCFS2_XATTR_ENTRY_LOCAL)
 		memcpy(f->out, entry_value(xs, xe), f->vsize);
 	else
-		f->rc = value_read(fs, f->owner, (const void *)entry_value(xs, xe), f->out, f->vsize);
+		f->rc = value_read(fs, f->owner, entry_value(xs, xe), f->out, f->vsize);
 	return 1;
 }
 
@@ -775,7 +788,7 @@ store_delete(struct fsd_handle *h, uint64_t owner, struct xstore *xs, unsigned i
 	int rc;
 
 	if (!(xe->xe_type & OCFS2_XATTR_ENTRY_LOCAL) &&
-	    (rc = value_free(h, owner, (void *)entry_value(xs, xe))) != 0)
+	    (rc = value_free(h, owner, entry_value(xs, xe))) != 0)
 		return rc;
 	store_remove(xs, i);
 	return 0;
@@ -790,8 +803,7 @@ store_set(struct fsd_handle *h, uint64_t owner, struct xstore *xs, int old, int 
     const char *name, size_t len, const void *value, size_t vlen)
 {
 	long need = (long)entry_usage((unsigned)len, vlen), free = store_free_space(xs);
-	struct ocfs2_xattr_value_root *root = NULL;
-	uint8_t rootbuf[XATTR_ROOT_SIZE];
+	union xroot rootbuf, *root = NULL;
 	int rc;
 
 	if (old >= 0)
@@ -804,7 +816,7 @@ store_set(struct fsd_handle *h, uint64_t owner, struct xstore *xs, int old, int 
 	if (need > free)
 		return -ENOSPC;
 	if (vlen > OCFS2_XATTR_INLINE_SIZE) {
-		root = (struct ocfs2_xattr_value_root *)rootbuf;
+		root = &rootbuf;
 		if ((rc = value_write_new(h, value, vlen, root)) != 0)
 			return rc;
 	}
@@ -1070,7 +1082,7 @@ index_rebuild(struct fsd_handle *h, struct xchange *c, int index, const char *na
 		    memcmp(e->data, name, len) != 0)
 			continue;
 		if (!(e->type & OCFS2_XATTR_ENTRY_LOCAL) && (rc = value_free(h, c->ib->blkno,
-		    (void *)(e->data + OCFS2_XATTR_SIZE(e->name_len)))) != 0)
+		    e->data + OCFS2_XATTR_SIZE(e->name_len))) != 0)
 			goto out;
 		a.v[i] = a.v[--a.n];
 		break;
@@ -1080,15 +1092,14 @@ index_rebuild(struct fsd_handle *h, struct xchange *c, int index, const char *na
 		uint64_t tmp[(sizeof(struct ocfs2_xattr_header) + sizeof(struct ocfs2_xattr_entry) +
 		    sizeof(((struct xent *)NULL)->data)) / 8 + 1];
 		struct xstore one = { (struct ocfs2_xattr_header *)tmp, 0, NULL };
-		struct ocfs2_xattr_value_root *root = NULL;
-		uint8_t rootbuf[XATTR_ROOT_SIZE];
+		union xroot rootbuf, *root = NULL;
 
 		/* the new entry made as a block's would be, then taken from there */
 		memset(tmp, 0, sizeof(tmp));
 		one.size = sizeof(struct ocfs2_xattr_header) + sizeof(struct ocfs2_xattr_entry) +
 		    xattr_namevalue_size((unsigned)len, vlen);
 		if (vlen > OCFS2_XATTR_INLINE_SIZE) {
-			root = (struct ocfs2_xattr_value_root *)rootbuf;
+			root = &rootbuf;
 			if ((rc = value_write_new(h, value, vlen, root)) != 0)
 				goto out;
 		}
@@ -1334,15 +1345,15 @@ find_bucket_value(struct fsd *fs, uint64_t blkno, uint8_t *bucket, void *arg)
 	(void)fs;
 	for (i = 0; i < LE16(xs.xh->xh_count); i++) {
 		const struct ocfs2_xattr_entry *xe = &xs.xh->xh_entries[i];
-		const struct ocfs2_xattr_value_root *xv;
+		union xroot r;
 
 		if (xe->xe_type & OCFS2_XATTR_ENTRY_LOCAL)
 			continue;
-		xv = (const void *)entry_value(&xs, xe);
-		if (LE16(xv->xr_list.l_next_free_rec) == 0)
+		memcpy(r.bytes, entry_value(&xs, xe), XATTR_ROOT_SIZE);
+		if (LE16(r.xv.xr_list.l_next_free_rec) == 0)
 			continue;
 		v->blkno = blkno;
-		v->off = (size_t)((const uint8_t *)xv - bucket);
+		v->off = (size_t)(entry_value(&xs, xe) - bucket);
 		v->found = 1;
 		return 1;
 	}
@@ -1409,8 +1420,8 @@ free_step(struct fsd_handle *h, struct fsd_buf *ib)
 			if ((rc = block_read_owned(fs, blk, BLK_RAW, ib->blkno, &bb)) != 0)
 				goto out;
 			if ((rc = journal_access(h, bb)) == 0 &&
-			    (rc = value_free(h, ib->blkno, (void *)(bb->data +
-			    v.off % fs->vol.block_bytes))) == 0) {
+			    (rc = value_free(h, ib->blkno, bb->data +
+			    v.off % fs->vol.block_bytes)) == 0) {
 				journal_dirty(h, bb);
 				rc = 1;
 			}
