@@ -17,7 +17,7 @@
 # POSIX ACLs: enforced for another uid, the mask following chmod, default
 # ACLs inherited by files and directories (the umask only without one),
 # an ACL equal to the mode kept as the mode, kept across a remount,
-# refused on a noacl mount. fsd killed after fsync: the attributes are
+# refused on a noacl mount. Two nodes see each other's ACLs. fsd killed after fsync: the attributes are
 # there after the replay. Two nodes see each other's attributes.
 # fsck.ocfs2 -fn clean after each part.
 source "$(dirname "$0")/../lib.sh"
@@ -264,7 +264,7 @@ if ! lc up 2 --image "$IMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/de
 	exit 1
 fi
 declare -a M=()
-for k in 1 2; do run_check "node$k mounts" node_mount "$k"; done
+for k in 1 2; do run_check "node$k mounts" node_mount "$k" -o allow_other; done
 touch "${M[1]}/s"
 setfattr -n user.one -v from-node1 "${M[1]}/s"
 check_eq "node2 reads node1's attribute" from-node1 "$(getfattr --only-values -n user.one "${M[2]}/s")"
@@ -273,6 +273,15 @@ check_eq "node1 lists node2's 40 more" 41 "$(getfattr -m - -d --absolute-names "
 setfattr -x user.one "${M[1]}/s"
 expect_error "node2 sees node1's removal" "No such attribute" getfattr -n user.one "${M[2]}/s"
 rm "${M[2]}/s"
+echo shared >"${M[1]}/a"
+chmod 600 "${M[1]}/a"
+expect_error "uid 1000 may not read it on node2 (its kernel caches no ACL)" "Permission denied" \
+    as1000 cat "${M[2]}/a"
+setfacl -m u:1000:rw "${M[1]}/a"
+check_eq "node1 grants it an ACL entry: node2 lets it read" shared "$(as1000 cat "${M[2]}/a")"
+check_eq "node2 lists node1's ACL" "user:1000:rw-" "$(getfacl -pn "${M[2]}/a" 2>/dev/null | grep '^user:1000')"
+chmod 604 "${M[2]}/a"
+check_eq "node1 sees node2's chmod in the mask" "mask::---" "$(getfacl -pn "${M[1]}/a" 2>/dev/null | grep '^mask')"
 for k in 1 2; do check "node$k unmounts" lc umount "$k"; done
 check "fsck clean" fsck_clean "$IMG"
 
