@@ -24,6 +24,10 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
+# make soak: the many-attributes part again on more geometries (blocks:clusters), with more
+ATTRS=${FSD_XATTR_ATTRS:-400}
+GEOMETRIES=${FSD_XATTR_GEOMETRIES:-}
+
 D=$FSD_DIR
 MNT=$D/mnt
 MODEL=$D/model.json
@@ -123,7 +127,7 @@ check "remove one" setfattr -x user.v80 "$MNT/f"
 check_eq "removing it again" ENODATA "$(py_errno "os.removexattr(f, 'user.v80')")"
 NF=$(getfattr -m - -d --absolute-names "$MNT/f" | grep -c =)
 touch "$MNT/many"
-check "400 attributes: inline, block, buckets; a third removed, some replaced" model fill "$MNT/many" 400
+check "$ATTRS attributes: inline, block, buckets; a third removed, some replaced" model fill "$MNT/many" "$ATTRS"
 check "they read back as the model says" model verify "$MNT/many"
 # forms to delete: only inline; inline and a block with a value tree
 touch "$MNT/in" "$MNT/blk"
@@ -144,6 +148,23 @@ check "delete files carrying each form" rm "$MNT/many" "$MNT/in" "$MNT/blk" "$MN
 check "rmdir one" rmdir "$MNT/dir"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean after the deletes" fsck_clean "$IMG"
+
+for g in $GEOMETRIES; do
+	echo "-- $ATTRS attributes, ${g%%:*}-byte blocks, ${g#*:}-byte clusters"
+	IMG=$D/xattrgeo.img
+	check "mkfs" mkfs_img_size "$IMG" 1G -b "${g%%:*}" -C "${g#*:}" "${FEATURES[@]}"
+	run_check "mount" fsd_mount "$IMG" "$MNT"
+	touch "$MNT/many"
+	check "set, remove, replace" model fill "$MNT/many" "$ATTRS"
+	check "as the model says" model verify "$MNT/many"
+	run_check "unmount" fsd_umount "$MNT"
+	check "fsck clean" fsck_clean "$IMG"
+	run_check "mount again" fsd_mount "$IMG" "$MNT"
+	check "after the remount, as the model says" model verify "$MNT/many"
+	check "delete it" rm "$MNT/many"
+	run_check "unmount" fsd_umount "$MNT"
+	check "fsck clean after the delete" fsck_clean "$IMG"
+done
 
 echo "-- inline data and inline xattrs share the inode block"
 IMG=$D/xattr4k.img
