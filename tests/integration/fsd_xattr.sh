@@ -13,7 +13,8 @@
 # showing the buckets; files carrying each form deleted. 4K blocks: inline
 # data next to inline xattrs, growing past the smaller area; an inline
 # directory's attribute goes to a block (the kernel's rule) and survives
-# its expansion. A damaged xattr block is EIO with the block named.
+# its expansion. A damaged xattr block (signature, header) or bucket is
+# EIO with the block named.
 # POSIX ACLs: enforced for another uid, the mask following chmod, default
 # ACLs inherited by files and directories (the umask only without one),
 # an ACL equal to the mode kept as the mode, kept across a remount,
@@ -185,8 +186,13 @@ setfattr -n user.d -v dirattr "$MNT/dir"
 for i in $(seq 1 120); do : >"$MNT/dir/entry-with-a-long-name-$i"; done
 check_eq "an inline directory with an attribute expands" "120 dirattr" \
     "$(ls "$MNT/dir" | wc -l) $(getfattr --only-values -n user.d "$MNT/dir")"
-touch "$MNT/damaged"
-for i in $(seq 1 30); do setfattr -n "user.d-$i" -v "0x$(head -c 60 /dev/urandom | xxd -p | tr -d '\n')" "$MNT/damaged"; done
+touch "$MNT/damaged" "$MNT/damaged2" "$MNT/bucketed"
+for i in $(seq 1 30); do
+	v=0x$(head -c 60 /dev/urandom | xxd -p | tr -d '\n')
+	setfattr -n "user.d-$i" -v "$v" "$MNT/damaged"
+	setfattr -n "user.d-$i" -v "$v" "$MNT/damaged2"
+done
+for i in $(seq 1 80); do setfattr -n "user.b-$i" -v "$(head -c 60 /dev/zero | tr '\0' b)" "$MNT/bucketed"; done
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster" \
@@ -201,6 +207,18 @@ run_check "mount" fsd_mount "$IMG" "$MNT"
 expect_error "getfattr is EIO" "Input/output error" getfattr -n user.d-30 "$MNT/damaged"
 check "the log names the block" grep -q "block $XB: bad signature" "$MNT.log"
 check_eq "the other files are fine" dirattr "$(getfattr --only-values -n user.d "$MNT/dir")"
+fusermount3 -u "$MNT"
+wait "$FSD_PID" 2>/dev/null
+XB=$(debugfs.ocfs2 -R "stat /damaged2" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
+BK=$(debugfs.ocfs2 -R "xattr /bucketed" "$IMG" | sed -n 's/.*extent record start at #\([0-9]*\).*/\1/p' | head -1)
+check "the 80 attributes went to buckets" test "${BK:-0}" -gt 0
+poke "$IMG" "${XB:-0}" $((0x30)) ffff	# xh_count
+poke "$IMG" "${BK:-0}" 0 ff00		# the first bucket's xh_count
+run_check "mount" fsd_mount "$IMG" "$MNT"
+expect_error "a header of impossible entries is EIO" "Input/output error" getfattr -n user.d-30 "$MNT/damaged2"
+check "the log names its block" grep -q "block $XB: xattr header of 65535 entries overflows" "$MNT.log"
+expect_error "a bucket of impossible entries is EIO" "Input/output error" getfattr -n user.b-40 "$MNT/bucketed"
+check "the log names the bucket" grep -q "block $BK: xattr entry" "$MNT.log"
 fusermount3 -u "$MNT"
 wait "$FSD_PID" 2>/dev/null
 
