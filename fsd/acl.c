@@ -15,8 +15,6 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "log.h"
-
 #include "fsd.h"
 
 #define ACL_VFS_VERSION	2		/* POSIX_ACL_XATTR_VERSION */

@@ -6,19 +6,17 @@
  * OCFS2_XATTR_INLINE_SIZE sit next to their name; larger ones in
  * clusters mapped by a value root kept there instead.
  *
- * fsd reads every form and frees every form when an inode is deleted.
- * It writes the inline area and unindexed blocks; a change that would
- * need a bucket (a full block, or an attribute living in a bucket) fails
- * with ENOSPC / EOPNOTSUPP, logged once. Every change is one handle under
- * the inode's META lock EX, so it commits whole or not at all.
+ * fsd reads, writes and frees every form. A full block is indexed into
+ * buckets; a change in an indexed block rewrites its buckets, sorted,
+ * into one new run of clusters (index_rebuild). Every change is one
+ * handle under the inode's META lock EX, so it commits whole or not at
+ * all.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
-
-#include "log.h"
 
 #include "fsd.h"
 
@@ -987,7 +985,8 @@ bucket_place(unsigned bs, size_t free_start, size_t nv)
  * Lay the sorted attributes out into buckets (out: nb buckets' room, or
  * NULL to count): each bucket full as the kernel's space check allows,
  * entries of one hash never split across two buckets. The number of
- * buckets, at least one.
+ * buckets, at least one; 0 when the entries of one hash do not fit in a
+ * bucket on their own.
  */
 static unsigned
 bucket_pack(struct fsd *fs, const struct xents *a, uint8_t *out)
@@ -1001,9 +1000,11 @@ bucket_pack(struct fsd *fs, const struct xents *a, uint8_t *out)
 
 		/* the run of equal hashes from i goes whole into one bucket */
 		for (j = i; j < a->n && a->v[j].hash == a->v[i].hash; j++)
-			fs2 = bucket_place(bs, fs2, a->v[j].nv);
-		if (count > 0 && (long)fs2 - (long)sizeof(*xh) -
-		    (long)((count + j - i) * sizeof(struct ocfs2_xattr_entry)) - XATTR_HEADER_GAP < 0) {
+			fs2 = fs2 > a->v[j].nv ? bucket_place(bs, fs2, a->v[j].nv) : 0;
+		if ((long)fs2 - (long)sizeof(*xh) - (long)((count + j - i) *
+		    sizeof(struct ocfs2_xattr_entry)) - XATTR_HEADER_GAP < 0) {
+			if (count == 0)
+				return 0;
 			/* full: the next bucket */
 			if (out != NULL) {
 				xh->xh_free_start = htole16((uint16_t)free_start);
@@ -1110,7 +1111,7 @@ index_rebuild(struct fsd_handle *h, struct xchange *c, int index, const char *na
 	qsort(a.v, a.n, sizeof(*a.v), xent_cmp);
 	nb = bucket_pack(fs, &a, NULL);
 	n = (nb + per_cluster - 1) / per_cluster;
-	if (n > UINT16_MAX) {
+	if (nb == 0 || n > UINT16_MAX) {
 		rc = -ENOSPC;
 		goto out;
 	}
