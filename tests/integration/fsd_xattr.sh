@@ -6,26 +6,26 @@
 # security. attributes set, read, listed and removed with setfattr and
 # getfattr; values of 0, 80 and 81 bytes (the inline value limit) and of
 # 64 KiB (a value tree); the errors (ENODATA, EEXIST, EOPNOTSUPP for an
-# unknown prefix, E2BIG, ERANGE); a file
-# with hundreds of attributes that go inline, then to its xattr block,
-# then into buckets, half removed and some replaced, compared with a
-# model after a remount; debugfs.ocfs2 counting the same attributes and
-# showing the buckets; files carrying each form deleted. 4K blocks: inline
-# data next to inline xattrs, growing past the smaller area; an inline
-# directory's attribute goes to a block (the kernel's rule) and survives
-# its expansion. A damaged xattr block (signature, header) or bucket is
-# EIO with the block named.
-# POSIX ACLs: enforced for another uid, the mask following chmod, default
-# ACLs inherited by files and directories (the umask only without one),
-# an ACL equal to the mode kept as the mode, kept across a remount,
-# refused on a noacl mount. Two nodes see each other's ACLs. fsd killed after fsync: the attributes are
-# there after the replay. Two nodes see each other's attributes.
-# fsck.ocfs2 -fn clean after each part.
+# unknown prefix, E2BIG, ERANGE); a file with hundreds of attributes that
+# go inline, then to its xattr block, then into buckets, a third removed
+# and some replaced, compared with a model after a remount;
+# debugfs.ocfs2 counting the same attributes and showing the buckets;
+# files carrying each form deleted. 4K blocks: inline data next to inline
+# xattrs, growing past the smaller area; an inline directory's attribute
+# goes to a block (the kernel's rule) and survives its expansion. A
+# damaged xattr block (signature, header) or bucket is EIO with the block
+# named. POSIX ACLs: enforced for another uid, the mask following chmod,
+# default ACLs inherited by files and directories (the umask only without
+# one), an ACL equal to the mode kept as the mode, kept across a remount,
+# refused on a noacl mount. fsd killed after fsync, and during fsync'ed
+# sets: every fsync'ed attribute there after the replay. Two nodes see
+# each other's attributes and ACLs. fsck.ocfs2 -fn clean after each part.
+# make soak runs the many-attributes part with FSD_XATTR_ATTRS on each of
+# FSD_XATTR_GEOMETRIES (blocks:clusters).
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
-# make soak: the many-attributes part again on more geometries (blocks:clusters), with more
 ATTRS=${FSD_XATTR_ATTRS:-400}
 GEOMETRIES=${FSD_XATTR_GEOMETRIES:-}
 
@@ -288,6 +288,32 @@ f = '$MNT/c'
 assert os.getxattr(f, 'user.small') == b's'
 assert os.getxattr(f, 'user.big') == b'B' * 5000
 assert all(os.getxattr(f, 'user.n%03d' % i) == b'v' * 60 for i in range(60))"
+# a writer setting attributes through blocks and bucket rebuilds, each fsync'ed, then logged
+python3 - "$MNT/w" "$D/synced" <<'EOF' >/dev/null 2>&1 &
+import os, sys
+f, log = sys.argv[1:3]
+open(f, 'w').close()
+fd = os.open(f, os.O_RDONLY)
+with open(log, 'w') as out:
+    for i in range(100000):
+        os.setxattr(f, 'user.w%05d' % i, b'%05d' % i * (i % 40))
+        os.fsync(fd)
+        out.write('%d\n' % i)
+        out.flush()
+EOF
+WR=$!
+sleep 2
+kill -9 "$FSD_PID"
+wait "$FSD_PID" 2>/dev/null
+wait "$WR" 2>/dev/null
+umount -l "$MNT" 2>/dev/null
+run_check "mount after a kill in the middle of sets" fsd_mount "$IMG" "$MNT"
+check "every fsync'ed attribute is there ($(wc -l <"$D/synced") of them)" python3 -c "
+import os
+n = [int(l) for l in open('$D/synced')]
+assert len(n) > 20, len(n)
+for i in n:
+    assert os.getxattr('$MNT/w', 'user.w%05d' % i) == b'%05d' % i * (i % 40), i"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 
