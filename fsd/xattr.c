@@ -343,6 +343,22 @@ tree_walk(struct fsd *fs, struct fsd_handle *h, uint64_t owner, const struct ocf
 	return 0;
 }
 
+/*
+ * A value root's one record checked as any extent list is (inside the
+ * volume, aligned) before its clusters are read or freed: a bad one would
+ * free clusters of others. 0, or -EIO logged against the inode.
+ */
+static int
+value_root_check(struct fsd *fs, uint64_t owner, const union xroot *r)
+{
+	char why[160];
+
+	if (extent_list_check(fs, &r->xv.xr_list, 1, why, sizeof(why)) == 0)
+		return 0;
+	fsd_corrupt(fs, owner, why);
+	return -EIO;
+}
+
 /* Inside h: free a value's clusters and tree and empty its root (at p, in its storage). */
 static int
 value_free(struct fsd_handle *h, uint64_t owner, void *p)
@@ -352,7 +368,8 @@ value_free(struct fsd_handle *h, uint64_t owner, void *p)
 	int rc;
 
 	memcpy(r.bytes, p, XATTR_ROOT_SIZE);
-	if ((rc = tree_walk(h->fs, h, owner, &r.xv.xr_list, &leaves, 0)) != 0)
+	if ((rc = value_root_check(h->fs, owner, &r)) != 0 ||
+	    (rc = tree_walk(h->fs, h, owner, &r.xv.xr_list, &leaves, 0)) != 0)
 		return rc;
 	r.xv.xr_clusters = 0;
 	r.xv.xr_last_eb_blk = 0;
@@ -375,6 +392,8 @@ value_read(struct fsd *fs, uint64_t owner, const void *p, void *out, size_t vlen
 	int rc;
 
 	memcpy(r.bytes, p, XATTR_ROOT_SIZE);
+	if ((rc = value_root_check(fs, owner, &r)) != 0)
+		return rc;
 	if ((uint64_t)LE32(r.xv.xr_clusters) << fs->cbits < vlen) {
 		fsd_corrupt(fs, owner, "xattr value has fewer clusters than its size needs");
 		return -EIO;

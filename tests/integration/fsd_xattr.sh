@@ -193,6 +193,8 @@ for i in $(seq 1 30); do
 	setfattr -n "user.d-$i" -v "$v" "$MNT/damaged2"
 done
 for i in $(seq 1 80); do setfattr -n "user.b-$i" -v "$(head -c 60 /dev/zero | tr '\0' b)" "$MNT/bucketed"; done
+touch "$MNT/badvalue"
+setfattr -n user.v -v "$(head -c 200 /dev/zero | tr '\0' v)" "$MNT/badvalue"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster" \
@@ -214,11 +216,19 @@ BK=$(debugfs.ocfs2 -R "xattr /bucketed" "$IMG" | sed -n 's/.*extent record start
 check "the 80 attributes went to buckets" test "${BK:-0}" -gt 0
 poke "$IMG" "${XB:-0}" $((0x30)) ffff	# xh_count
 poke "$IMG" "${BK:-0}" 0 ff00		# the first bucket's xh_count
+# the only inline entry: name "v" at 4096-52, its value root's record's e_blkno the block's last 8 bytes
+BV=$(dbg_ino "$IMG" /badvalue)
+poke "$IMG" "${BV:-0}" 4088 ffffff0000000000
 run_check "mount" fsd_mount "$IMG" "$MNT"
 expect_error "a header of impossible entries is EIO" "Input/output error" getfattr -n user.d-30 "$MNT/damaged2"
 check "the log names its block" grep -q "block $XB: xattr header of 65535 entries overflows" "$MNT.log"
 expect_error "a bucket of impossible entries is EIO" "Input/output error" getfattr -n user.b-40 "$MNT/bucketed"
 check "the log names the bucket" grep -q "block $BK: xattr entry" "$MNT.log"
+expect_error "a value root pointing outside the volume is EIO" "Input/output error" \
+    getfattr -n user.v "$MNT/badvalue"
+check "the log names its inode" grep -q "block $BV: extent 0 .* is outside the volume" "$MNT.log"
+expect_error "after corruption the mount takes no more changes" "Read-only file system" \
+    rm "$MNT/badvalue"
 fusermount3 -u "$MNT"
 wait "$FSD_PID" 2>/dev/null
 

@@ -323,3 +323,49 @@ Test(fsd_xattr, acl_forms)
 	cr_assert_eq(acl_create_masq(d, n, &mode), 0);
 	cr_assert_eq(mode, S_IFDIR | 0705u);
 }
+
+Test(fsd_xattr, bad_value_root_frees_nothing, .init = make_volume, .fini = remove_volume,
+    .timeout = 60)
+{
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
+	static uint8_t v[200], out[200];
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_inode *ip;
+	struct fsd_buf *ib, *rb;
+	uint8_t saved[8];
+	uint64_t ino;
+	char err[256];
+	int room;
+
+	memset(v, 'v', sizeof(v));
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(inode_create(&h, S_IFREG | 0644, 0, 0, 0, &ib), 0);
+	ino = ib->blkno;
+	cr_assert_eq(block_read(&fs, fs.root_blkno, BLK_INODE, &rb), 0);
+	cr_assert_eq(dir_add(&h, rb, "f", 1, ino, OCFS2_FT_REG_FILE), 0);
+	block_put(&fs, rb);
+	block_put(&fs, ib);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	cr_assert_eq(inode_get(&fs, ino, &ip), 0);
+	/* one 200-byte value: its root inline, the only entry, its record's e_blkno last */
+	cr_assert_eq(xattr_set(&fs, ip, XATTR_INDEX_USER, "v", v, sizeof(v), 0), 0);
+	cr_assert_eq(inode_lock_block(&fs, ip, LKM_EX, &ib), 0);
+	cr_assert(LE16(dinode(ib)->i_dyn_features) & OCFS2_INLINE_XATTR_FL);
+	memcpy(saved, ib->data + 1024 - 8, 8);
+	memset(ib->data + 1024 - 8, 0xff, 8);
+	inode_unlock_block(&fs, ip, LKM_EX, ib);
+	room = tl_room(&fs);
+	/* deleting first: only the check of the root stands between it and the bitmap */
+	cr_assert_eq(xattr_free_all(&fs, ip), -EIO, "a bad root is not freed");
+	cr_assert_eq(tl_room(&fs), room, "no cluster went to the truncate log");
+	cr_assert_eq(get(&fs, ip, "v", out, sizeof(out)), -EIO, "a root outside the volume");
+	cr_assert_eq(inode_lock_block(&fs, ip, LKM_EX, &ib), 0);
+	memcpy(ib->data + 1024 - 8, saved, 8);
+	inode_unlock_block(&fs, ip, LKM_EX, ib);
+	cr_assert_eq(get(&fs, ip, "v", out, sizeof(out)), (long)sizeof(v));
+	inode_put(&fs, ip);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
