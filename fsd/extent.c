@@ -269,7 +269,7 @@ new_extent_block(struct fsd_handle *h, uint64_t owner, unsigned depth, struct fs
 }
 
 int
-extent_block_free(struct fsd_handle *h, struct fsd_buf *b)
+free_extent_block(struct fsd_handle *h, struct fsd_buf *b)
 {
 	const struct ocfs2_extent_block *eb = (const struct ocfs2_extent_block *)b->data;
 	unsigned slot = LE16(eb->h_suballoc_slot);
@@ -507,7 +507,7 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 			 * leaves empty, dropping each one's record above.
 			 */
 			for (i = p.depth; i >= 1 && LE16(p.el[i]->l_next_free_rec) == 0; i--) {
-				if ((rc = extent_block_free(h, p.b[i])) != 0)
+				if ((rc = free_extent_block(h, p.b[i])) != 0)
 					goto out;
 				parent = p.el[i - 1];
 				memset(&parent->l_recs[LE16(parent->l_next_free_rec) - 1], 0, sizeof(*r));
@@ -947,7 +947,7 @@ tree_rebuild(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *e)
 		goto out;
 	journal_dirty(h, ib);
 	for (i = 0; i < c.nblocks && rc == 0; i++)
-		rc = extent_block_free(h, c.blocks[i]);
+		rc = free_extent_block(h, c.blocks[i]);
 out:
 	for (i = 0; i < c.nblocks; i++)
 		block_put(fs, c.blocks[i]);

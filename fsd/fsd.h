@@ -583,7 +583,7 @@ struct fsd_extent {
 int	 extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 	    uint64_t lblk, struct fsd_extent *ex);
 /* Inside a handle: give an extent block back to the extent_alloc it came from. */
-int	 extent_block_free(struct fsd_handle *h, struct fsd_buf *b);
+int	 free_extent_block(struct fsd_handle *h, struct fsd_buf *b);
 /* Check one extent list against its container's capacity: 0 or -1 + why. */
 int	 extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el,
 	    unsigned capacity, char *why, size_t whylen);

@@ -335,7 +335,7 @@ tree_walk(struct fsd *fs, struct fsd_handle *h, uint64_t owner, const struct ocf
 		rc = tree_walk(fs, h, owner, &((const struct ocfs2_extent_block *)b->data)->h_list,
 		    leaves, level + 1);
 		if (rc == 0 && h != NULL)
-			rc = extent_block_free(h, b);
+			rc = free_extent_block(h, b);
 		block_put(fs, b);
 		if (rc != 0)
 			return rc;
