@@ -7,8 +7,8 @@
  *   ops.h        what the FUSE handlers (ops*.c) share
  *   block.c      O_DIRECT block I/O and the metadata block cache; every
  *                metadata block is validated by type as it enters the cache,
- *                directory entries and extent lists by the checks dir.c and
- *                extent.c register at mount
+ *                directory entries, extent lists and xattr headers by the
+ *                checks dir.c, extent.c and xattr.c register at mount
  *   lease.c      registration with hbd as a disk writer: every transfer
  *                under the heartbeat lease
  *   lockres.c    lock resources named as ocfs2_lockid.h names them, their
