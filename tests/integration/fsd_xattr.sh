@@ -11,7 +11,8 @@
 # and some replaced, compared with a model after a remount;
 # debugfs.ocfs2 counting the same attributes and showing the buckets;
 # files carrying each form deleted. 4K blocks: inline data next to inline
-# xattrs, growing past the smaller area; an inline directory's attribute
+# xattrs, growing past the smaller area; an extent tree growing beside
+# them and the file made inline again; an inline directory's attribute
 # goes to a block (the kernel's rule) and survives its expansion. A
 # damaged xattr block (signature, header) or bucket is EIO with the block
 # named. POSIX ACLs: enforced for another uid, the mask following chmod,
@@ -181,6 +182,20 @@ setfattr -n user.first -v 1 "$MNT/later"
 head -c 3700 /dev/urandom >"$D/d3700"
 cp "$D/d3700" "$MNT/later"
 check "a file with inline xattrs written later: 3700 bytes do not fit inline" cmp "$MNT/later" "$D/d3700"
+touch "$MNT/sparse"
+setfattr -n user.keep -v "$(head -c 150 /dev/zero | tr '\0' k)" "$MNT/sparse"
+python3 -c "
+import os
+fd = os.open('$MNT/sparse', os.O_WRONLY)
+for i in range(0, 600, 2):
+    os.pwrite(fd, b'x' * 4096, i * 4096)
+os.close(fd)"
+check_eq "300 extents beside inline xattrs: the tree grows, the attribute stays" 150 \
+    "$(getfattr --only-values -n user.keep "$MNT/sparse" | wc -c)"
+truncate -s 0 "$MNT/sparse"
+echo small >"$MNT/sparse"
+check_eq "cut to nothing and written again: inline data beside the attribute" "small 150" \
+    "$(cat "$MNT/sparse") $(getfattr --only-values -n user.keep "$MNT/sparse" | wc -c)"
 mkdir "$MNT/dir"
 setfattr -n user.d -v dirattr "$MNT/dir"
 for i in $(seq 1 120); do : >"$MNT/dir/entry-with-a-long-name-$i"; done
@@ -197,9 +212,9 @@ touch "$MNT/badvalue"
 setfattr -n user.v -v "$(head -c 200 /dev/zero | tr '\0' v)" "$MNT/badvalue"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
-check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster" \
-    "InlineData HasXattr InlineXattr / HasXattr InlineXattr" \
-    "$(dyn_names "$IMG" /small) / $(dyn_names "$IMG" /later)"
+check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster, 6 again inline" \
+    "InlineData HasXattr InlineXattr / HasXattr InlineXattr / InlineData HasXattr InlineXattr" \
+    "$(dyn_names "$IMG" /small) / $(dyn_names "$IMG" /later) / $(dyn_names "$IMG" /sparse)"
 
 echo "-- a damaged xattr block"
 XB=$(debugfs.ocfs2 -R "stat /damaged" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
