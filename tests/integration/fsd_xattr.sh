@@ -12,7 +12,8 @@
 # debugfs.ocfs2 counting the same attributes and showing the buckets;
 # files carrying each form deleted. 4K blocks: inline data next to inline
 # xattrs, growing past the smaller area; an extent tree growing beside
-# them and the file made inline again; an inline directory's attribute
+# them and the file made inline again; a bucket tree of two runs, as the
+# kernel grows them, read and rewritten; an inline directory's attribute
 # goes to a block (the kernel's rule) and survives its expansion. A
 # damaged xattr block (signature, header) or bucket is EIO with the block
 # named. POSIX ACLs: enforced for another uid, the mask following chmod,
@@ -210,11 +211,61 @@ done
 for i in $(seq 1 80); do setfattr -n "user.b-$i" -v "$(head -c 60 /dev/zero | tr '\0' b)" "$MNT/bucketed"; done
 touch "$MNT/badvalue"
 setfattr -n user.v -v "$(head -c 200 /dev/zero | tr '\0' v)" "$MNT/badvalue"
+touch "$MNT/tworuns"
+python3 -c "
+import os
+for i in range(300):
+    os.setxattr('$MNT/tworuns', 'user.t-%d' % i, b'%d' % i * (i % 30))"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster, 6 again inline" \
     "InlineData HasXattr InlineXattr / HasXattr InlineXattr / InlineData HasXattr InlineXattr" \
     "$(dyn_names "$IMG" /small) / $(dyn_names "$IMG" /later) / $(dyn_names "$IMG" /sparse)"
+
+echo "-- a bucket tree of two runs, as the kernel grows one"
+# fsd writes one run; the kernel adds runs, each first bucket counting its own buckets
+TB=$(debugfs.ocfs2 -R "stat /tworuns" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
+check "split its run in two" python3 - "$IMG" "${TB:-0}" <<'EOF'
+import struct, sys
+img, xb = sys.argv[1], int(sys.argv[2])
+bs = 4096        # 4K blocks and clusters: a bucket is a block, a cluster holds one
+with open(img, 'r+b') as f:
+    f.seek(xb * bs)
+    b = bytearray(f.read(bs))
+    assert struct.unpack_from('<H', b, 0x20)[0] & 1, 'indexed'
+    assert struct.unpack_from('<H', b, 0x44)[0] == 1, 'one record'
+    cpos, n, blk = struct.unpack_from('<IHxxQ', b, 0x50)
+    assert n >= 4, n
+    k = n // 2
+    f.seek(blk * bs)
+    first = bytearray(f.read(bs))
+    f.seek((blk + k) * bs)
+    second = bytearray(f.read(bs))
+    hash0, = struct.unpack_from('<I', second, 16)
+    struct.pack_into('<H', first, 6, k)
+    struct.pack_into('<H', second, 6, n - k)
+    f.seek(blk * bs); f.write(first)
+    f.seek((blk + k) * bs); f.write(second)
+    struct.pack_into('<IHxxQ', b, 0x50, 0, k, blk)
+    struct.pack_into('<IHxxQ', b, 0x60, hash0, n - k, blk + k)
+    struct.pack_into('<H', b, 0x44, 2)
+    f.seek(xb * bs)
+    f.write(b)
+EOF
+check "fsck takes it" fsck_clean "$IMG"
+run_check "mount" fsd_mount "$IMG" "$MNT"
+check "every attribute is read through both runs" python3 -c "
+import os
+f = '$MNT/tworuns'
+assert len([n for n in os.listxattr(f) if n.startswith('user.t-')]) == 300
+for i in range(300):
+    assert os.getxattr(f, 'user.t-%d' % i) == b'%d' % i * (i % 30), i"
+setfattr -n user.t-new -v new "$MNT/tworuns"
+check_eq "a set after it" "new 301" \
+    "$(getfattr --only-values -n user.t-new "$MNT/tworuns") $(getfattr -m - --absolute-names "$MNT/tworuns" 2>/dev/null | grep -c '^user.t-')"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean: both old runs freed" fsck_clean "$IMG"
+check "the tree is one run again" sh -c "debugfs.ocfs2 -R 'xattr /tworuns' '$IMG' | grep -q 'Depth: 0  Records: 1'"
 
 echo "-- a damaged xattr block"
 XB=$(debugfs.ocfs2 -R "stat /damaged" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
