@@ -211,11 +211,12 @@ done
 for i in $(seq 1 80); do setfattr -n "user.b-$i" -v "$(head -c 60 /dev/zero | tr '\0' b)" "$MNT/bucketed"; done
 touch "$MNT/badvalue"
 setfattr -n user.v -v "$(head -c 200 /dev/zero | tr '\0' v)" "$MNT/badvalue"
-touch "$MNT/tworuns"
+touch "$MNT/tworuns" "$MNT/tworuns2"
 python3 -c "
 import os
 for i in range(300):
-    os.setxattr('$MNT/tworuns', 'user.t-%d' % i, b'%d' % i * (i % 30))"
+    for f in ('tworuns', 'tworuns2'):
+        os.setxattr('$MNT/' + f, 'user.t-%d' % i, b'%d' % i * (i % 30))"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster, 6 again inline" \
@@ -224,8 +225,9 @@ check_eq "debugfs.ocfs2: 3100 bytes inline next to the xattrs, 3700 in a cluster
 
 echo "-- a bucket tree of two runs, as the kernel grows one"
 # fsd writes one run; the kernel adds runs, each first bucket counting its own buckets
-TB=$(debugfs.ocfs2 -R "stat /tworuns" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
-check "split its run in two" python3 - "$IMG" "${TB:-0}" <<'EOF'
+# split_runs IMG XB: the single run of xattr block XB's tree becomes two records
+split_runs() {
+	python3 - "$1" "$2" <<'EOF'
 import struct, sys
 img, xb = sys.argv[1], int(sys.argv[2])
 bs = 4096        # 4K blocks and clusters: a bucket is a block, a cluster holds one
@@ -252,6 +254,10 @@ with open(img, 'r+b') as f:
     f.seek(xb * bs)
     f.write(b)
 EOF
+}
+TB=$(debugfs.ocfs2 -R "stat /tworuns" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
+TB2=$(debugfs.ocfs2 -R "stat /tworuns2" "$IMG" | sed -n 's/.*Extended Attributes Block: \([0-9]*\).*/\1/p')
+check "split their runs in two" eval 'split_runs "$IMG" "${TB:-0}" && split_runs "$IMG" "${TB2:-0}"'
 check "fsck takes it" fsck_clean "$IMG"
 run_check "mount" fsd_mount "$IMG" "$MNT"
 check "every attribute is read through both runs" python3 -c "
@@ -261,10 +267,11 @@ assert len([n for n in os.listxattr(f) if n.startswith('user.t-')]) == 300
 for i in range(300):
     assert os.getxattr(f, 'user.t-%d' % i) == b'%d' % i * (i % 30), i"
 setfattr -n user.t-new -v new "$MNT/tworuns"
+check "deleting the other frees both runs" rm "$MNT/tworuns2"
 check_eq "a set after it" "new 301" \
     "$(getfattr --only-values -n user.t-new "$MNT/tworuns") $(getfattr -m - --absolute-names "$MNT/tworuns" 2>/dev/null | grep -c '^user.t-')"
 run_check "unmount" fsd_umount "$MNT"
-check "fsck clean: both old runs freed" fsck_clean "$IMG"
+check "fsck clean: the old runs freed" fsck_clean "$IMG"
 check "the tree is one run again" sh -c "debugfs.ocfs2 -R 'xattr /tworuns' '$IMG' | grep -q 'Depth: 0  Records: 1'"
 
 echo "-- a damaged xattr block"
