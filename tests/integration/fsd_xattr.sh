@@ -28,7 +28,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
-ATTRS=${FSD_XATTR_ATTRS:-400}
+ATTRS=${FSD_XATTR_ATTRS:-250}
 GEOMETRIES=${FSD_XATTR_GEOMETRIES:-}
 
 D=$FSD_DIR
@@ -385,7 +385,7 @@ with open(log, 'w') as out:
         out.flush()
 EOF
 WR=$!
-sleep 2
+sleep 1
 kill -9 "$FSD_PID"
 wait "$FSD_PID" 2>/dev/null
 wait "$WR" 2>/dev/null
