@@ -210,7 +210,8 @@ bench: all $(BENCH_BINS)
 # The soak: fsx on fsd with many more operations and seeds than CI runs
 # (on a max-compat and a sparse volume), on each volume geometry
 # (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's
-# writeback cache off; then fsd_crash.sh with more rounds; then
+# writeback cache off; then fsd_xattr.sh with SOAK_XATTR_ATTRS attributes
+# on a file, on each geometry and 16K clusters; then fsd_crash.sh with more rounds; then
 # fsd_dxdir.sh with more kills and its speed figure; then
 # fsd_stress.sh (three nodes) with more seeds and operations; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
@@ -219,12 +220,13 @@ bench: all $(BENCH_BINS)
 # then tests/integration/fault_daemons.sh with every kind of fault (but
 # those its OPEN_KINDS leave out) and more rounds (each about 10-20 s;
 # SOAK_FAULT_SEED repeats a schedule).
-# About 95 minutes; every run is made and the target fails if any did.
+# About 110 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
 SOAK_CRASH_ROUNDS ?= 40
 SOAK_DXDIR_ROUNDS ?= 20
+SOAK_XATTR_ATTRS ?= 3000
 SOAK_FUZZ_RUNS	 ?= 1000000
 SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
 SOAK_STRESS_OPS	 ?= 20000
@@ -243,6 +245,9 @@ soak: all
 	FSD_FSX_FSD="-o writeback_cache=0" FSD_FSX_OPS=$(SOAK_OPS) \
 	    FSD_FSX_SEEDS="$(SOAK_SEEDS)" FSD_FSX_SPARSE_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_fsx.sh || rc=1; \
+	echo "== fsd_xattr: $(SOAK_XATTR_ATTRS) attributes, blocks:clusters $(SOAK_GEOMETRIES) 4096:16384"; \
+	FSD_XATTR_ATTRS=$(SOAK_XATTR_ATTRS) FSD_XATTR_GEOMETRIES="$(SOAK_GEOMETRIES) 4096:16384" \
+	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_xattr.sh || rc=1; \
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_crash.sh || rc=1; \

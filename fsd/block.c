@@ -248,6 +248,40 @@ check_extent_list(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned c
 	return fs->check_extent_list(fs, el, capacity, why, whylen);
 }
 
+static int
+check_xattr_header(struct fsd *fs, const struct ocfs2_xattr_header *xh, size_t size,
+    char *why, size_t whylen)
+{
+	if (fs->check_xattr_header == NULL) {
+		snprintf(why, whylen, "no check of xattr headers registered");
+		return -1;
+	}
+	return fs->check_xattr_header(xh, size, 0, why, whylen);
+}
+
+/*
+ * Bytes at the end of the inode block its inline xattr area takes (0:
+ * none), checked to leave id2's header room and to hold an xattr header.
+ */
+static int
+inline_xattr_bytes(struct fsd *fs, const struct ocfs2_dinode *di, unsigned *bytes,
+    char *why, size_t whylen)
+{
+	unsigned bs = fs->vol.block_bytes, size = LE16(di->i_xattr_inline_size);
+
+	*bytes = 0;
+	if (!(LE16(di->i_dyn_features) & OCFS2_INLINE_XATTR_FL))
+		return 0;
+	if (size < sizeof(struct ocfs2_xattr_header) ||
+	    size > bs - offsetof(struct ocfs2_dinode, id2.i_list.l_recs)) {
+		snprintf(why, whylen, "impossible inline xattr size %u", size);
+		return -1;
+	}
+	*bytes = size;
+	return check_xattr_header(fs, (const void *)((const uint8_t *)di + bs - size), size,
+	    why, whylen);
+}
+
 /* The kernel's ocfs2_validate_inode_block, plus bounds on what id2 holds. */
 static int
 validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
@@ -256,6 +290,7 @@ validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
 	unsigned bs = fs->vol.block_bytes;
 	uint32_t flags = LE32(di->i_flags);
 	uint16_t mode = LE16(di->i_mode);
+	unsigned xbytes;
 
 	if (check_header(fs, blkno, OCFS2_INODE_SIGNATURE, di->i_signature,
 	    LE64(di->i_blkno), LE32(di->i_fs_generation), why, whylen) == -1)
@@ -307,8 +342,10 @@ validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
 	}
 	if (flags & OCFS2_SUPER_BLOCK_FL)
 		return 0;
+	if (inline_xattr_bytes(fs, di, &xbytes, why, whylen) == -1)
+		return -1;
 	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL) {
-		unsigned max = ocfs2_max_inline_data_with_xattr(bs, NULL);
+		unsigned max = ocfs2_max_inline_data_with_xattr(bs, NULL) - xbytes;
 
 		if (LE16(di->id2.i_data.id_count) > max ||
 		    LE64(di->i_size) > LE16(di->id2.i_data.id_count)) {
@@ -330,7 +367,7 @@ validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
 		break;
 	case S_IFLNK:
 		if (fsd_fast_symlink(di)) {
-			if (LE64(di->i_size) >= (uint64_t)ocfs2_fast_symlink_chars(bs)) {
+			if (LE64(di->i_size) >= (uint64_t)ocfs2_fast_symlink_chars(bs) - xbytes) {
 				snprintf(why, whylen, "fast symlink of impossible length %llu",
 				    (unsigned long long)LE64(di->i_size));
 				return -1;
@@ -344,8 +381,25 @@ validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
 		snprintf(why, whylen, "impossible mode %#o", mode);
 		return -1;
 	}
-	return check_extent_list(fs, &di->id2.i_list, ocfs2_extent_recs_per_inode(bs),
-	    why, whylen);
+	/* the inline xattr area takes its bytes from the list's records (fs/ocfs2/xattr.c) */
+	return check_extent_list(fs, &di->id2.i_list,
+	    ocfs2_extent_recs_per_inode(bs) - xbytes / sizeof(struct ocfs2_extent_rec), why, whylen);
+}
+
+static int
+validate_xattr_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_xattr_block *xb,
+    char *why, size_t whylen)
+{
+	unsigned bs = fs->vol.block_bytes;
+
+	if (check_header(fs, blkno, OCFS2_XATTR_BLOCK_SIGNATURE, xb->xb_signature,
+	    LE64(xb->xb_blkno), LE32(xb->xb_fs_generation), why, whylen) == -1)
+		return -1;
+	if (LE16(xb->xb_flags) & OCFS2_XATTR_INDEXED)
+		return check_extent_list(fs, &xb->xb_attrs.xb_root.xt_list,
+		    ocfs2_xattr_recs_per_xb(bs), why, whylen);
+	return check_xattr_header(fs, &xb->xb_attrs.xb_header,
+	    bs - offsetof(struct ocfs2_xattr_block, xb_attrs.xb_header), why, whylen);
 }
 
 static int
@@ -394,6 +448,8 @@ block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 	case BLK_DX_ROOT:
 	case BLK_DX_LEAF:
 		return check_dx_block(fs, type, blkno, data, why, whylen);
+	case BLK_XATTR:
+		return validate_xattr_block(fs, blkno, (const void *)data, why, whylen);
 	case BLK_RAW:
 	case BLK_NTYPES:
 		break;

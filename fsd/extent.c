@@ -304,7 +304,7 @@ new_extent_block(struct fsd_handle *h, uint64_t owner, unsigned depth, struct fs
 	return 0;
 }
 
-static int
+int
 free_extent_block(struct fsd_handle *h, struct fsd_buf *b)
 {
 	const struct ocfs2_extent_block *eb = (const struct ocfs2_extent_block *)b->data;

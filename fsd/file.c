@@ -241,7 +241,7 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 		return rc;
 	/* an empty regular file takes a write that fits inline (inline.c) */
 	if (fs->inline_data && S_ISREG(LE16(di->i_mode)) && !inline_has(di) && size == 0 &&
-	    LE32(di->i_clusters) == 0 && end <= inline_capacity(fs))
+	    LE32(di->i_clusters) == 0 && end <= inline_capacity(fs, di))
 		inline_start(h, ib);
 	if (inline_has(di)) {
 		if (end <= LE16(di->id2.i_data.id_count)) {

@@ -7,8 +7,8 @@
  *   ops.h        what the FUSE handlers (ops*.c) share
  *   block.c      O_DIRECT block I/O and the metadata block cache; every
  *                metadata block is validated by type as it enters the cache,
- *                directory entries and extent lists by the checks dir.c and
- *                extent.c register at mount
+ *                directory entries, extent lists and xattr headers by the
+ *                checks dir.c, extent.c and xattr.c register at mount
  *   lease.c      registration with hbd as a disk writer: every transfer
  *                under the heartbeat lease
  *   lockres.c    lock resources named as ocfs2_lockid.h names them, their
@@ -51,11 +51,16 @@
  *   inline.c     inline data: small files kept inside the inode, and their
  *                conversion to extents when they outgrow it
  *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
+ *   xattr.c      extended attributes: the inline area, xattr blocks, bucket
+ *                trees, value trees; freeing them on delete
+ *   acl.c        POSIX ACLs kept in xattrs: the kernel's form, the mode,
+ *                inheritance, chmod
  *   ops.c        the FUSE lowlevel table and connection setup
  *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
  *   ops_namei.c  FUSE handlers on names: create, mkdir, link, unlink, rename
  *   ops_dir.c    FUSE handlers reading directories
  *   ops_file.c   FUSE handlers on open files
+ *   ops_xattr.c  FUSE handlers on extended attributes
  *   main.c       options and wiring
  *
  * Nothing here assumes one node: all per-node state hangs off the slot
@@ -89,6 +94,7 @@ enum blk_type {
 	BLK_DXDIR,	/* block of an indexed directory: entries, then a trailer */
 	BLK_DX_ROOT,	/* directory index root */
 	BLK_DX_LEAF,	/* directory index leaf */
+	BLK_XATTR,	/* xattr block: its header or its bucket tree's root */
 	BLK_NTYPES
 };
 
@@ -121,6 +127,9 @@ typedef int (*blk_extent_check_fn)(struct fsd *fs, const struct ocfs2_extent_lis
 /* The block types of indexed directories (BLK_DXDIR, BLK_DX_ROOT, BLK_DX_LEAF). */
 typedef int (*blk_dx_check_fn)(struct fsd *fs, enum blk_type type, uint64_t blkno,
 	    const uint8_t *p, char *why, size_t whylen);
+/* xattr.c's check of an xattr header of size bytes (bucket_bs: a bucket's block size, or 0) */
+typedef int (*blk_xattr_check_fn)(const struct ocfs2_xattr_header *xh, size_t size,
+	    unsigned bucket_bs, char *why, size_t whylen);
 
 struct fsd_cache {
 	pthread_mutex_t	  mtx;
@@ -236,6 +245,7 @@ struct fsd_mount_opts {
 	double		 entry_timeout;		/* ... and names (s) */
 	int		 writeback_cache;	/* let the kernel gather writes */
 	unsigned	 threads;		/* FUSE workers (-o threads) */
+	int		 noacl;			/* -o noacl (ACLs are on with xattr, as ocfs2's) */
 };
 
 struct fsd {
@@ -253,6 +263,10 @@ struct fsd {
 	int		 sparse;		/* files may have holes (sparse feature) */
 	int		 unwritten;		/* extents may be unwritten (needs sparse) */
 	int		 inline_data;		/* small files and dirs inside the inode */
+	int		 xattr;			/* extended attributes (xattr feature) */
+	int		 acl;			/* POSIX ACLs served and enforced (acl.c) */
+	unsigned	 xattr_inline_size;	/* s_xattr_inline_size: a new inline area */
+	uint32_t	 xattr_uuid_hash;	/* s_uuid_hash: seeds name hashes */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
 	uint64_t	 first_cluster_group;
@@ -268,6 +282,7 @@ struct fsd {
 	blk_dx_check_fn	 check_dx_block;	/* dxdir.c's */
 	uint32_t	 dx_seed[4];		/* the index's hash seed (dxdir.c) */
 	int		 dx_seed_known;
+	blk_xattr_check_fn check_xattr_header;	/* xattr.c's */
 	struct fsd_itable *itable;
 	struct fsd_journal *journal;		/* our slot's, NULL when read-only */
 	unsigned	 node_num;		/* what we write in the slot map */
@@ -587,6 +602,8 @@ struct fsd_extent {
  */
 int	 extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 	    uint64_t lblk, struct fsd_extent *ex);
+/* Inside a handle: give an extent block back to the extent_alloc it came from. */
+int	 free_extent_block(struct fsd_handle *h, struct fsd_buf *b);
 /* Check one extent list against its container's capacity: 0 or -1 + why. */
 int	 extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el,
 	    unsigned capacity, char *why, size_t whylen);
@@ -907,8 +924,8 @@ int	 file_fallocate(struct fsd *fs, struct fsd_inode *ip, int mode, uint64_t off
 int	 file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t to);
 
 /* inline.c: inline data (doc/inline-data.md) */
-/* What a new inline area holds: the rest of the block after id_data. */
-unsigned inline_capacity(const struct fsd *fs);
+/* What a new inline area of di holds: the block after id_data, less its inline xattrs. */
+unsigned inline_capacity(const struct fsd *fs, const struct ocfs2_dinode *di);
 /*
  * Inside a handle, inode buffer ib accessed in it: make an empty inode
  * inline (no clusters, size 0), its id2 an empty inline area.
@@ -957,6 +974,77 @@ int	 file_free_all(struct fsd *fs, struct fsd_inode *ip);
 typedef int file_change_fn(struct fsd_handle *h, struct fsd_buf *ib, void *arg);
 int	 file_change_in_steps(struct fsd *fs, struct fsd_inode *ip, file_change_fn *change,
 	    void *arg);
+
+/* xattr.c: extended attributes (doc/xattr.md) */
+/* OCFS2's name indexes (fs/ocfs2/xattr.h enum ocfs2_xattr_type) */
+enum { XATTR_INDEX_USER = 1, XATTR_INDEX_POSIX_ACL_ACCESS, XATTR_INDEX_POSIX_ACL_DEFAULT,
+	XATTR_INDEX_TRUSTED, XATTR_INDEX_SECURITY };
+/* The superblock's xattr facts (s_xattr_inline_size, s_uuid_hash), at mount. */
+void	 xattr_mount(struct fsd *fs, const struct ocfs2_super_block *sb);
+/* block_validate checks xattr headers with xattr_header_check. */
+void	 xattr_register_checks(struct fsd *fs);
+/*
+ * Split "user.foo" into index and suffix: 0, -EOPNOTSUPP for an unknown
+ * prefix, -EINVAL for an empty suffix. Pure.
+ */
+int	 xattr_parse_name(const char *full, int *index, const char **suffix);
+/* The prefix of an index, NULL if none. Pure. */
+const char *xattr_prefix(int index);
+/* ocfs2_xattr_name_hash of a suffix, seeded with s_uuid_hash. Pure. */
+uint32_t xattr_name_hash(uint32_t seed, const char *name, size_t len);
+/* Bytes a name and value take in the storage (the value root past 80 bytes). Pure. */
+size_t	 xattr_namevalue_size(unsigned name_len, uint64_t value_len);
+/* Check a header of size bytes: entries, names and values inside it. Pure. */
+int	 xattr_header_check(const struct ocfs2_xattr_header *xh, size_t size, unsigned bucket_bs,
+	    char *why, size_t whylen);
+/*
+ * The value into out (outlen bytes, or out NULL to ask the size): 0 and
+ * *vlen, -ENODATA, -ERANGE when it does not fit, -EIO.
+ */
+int	 xattr_get(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, void *out,
+	    size_t outlen, size_t *vlen);
+/* Every name, prefixed and NUL-terminated, into out (NULL: the size): as xattr_get. */
+int	 xattr_list(struct fsd *fs, struct fsd_inode *ip, char *out, size_t outlen, size_t *len);
+/* Set (value != NULL) or remove an attribute in a handle of its own; XATTR_CREATE/REPLACE. */
+int	 xattr_set(struct fsd *fs, struct fsd_inode *ip, int index, const char *name,
+	    const void *value, size_t vlen, int flags);
+/* The same, and with mode >= 0 the mode's permission bits set in the same handle. */
+int	 xattr_set_mode(struct fsd *fs, struct fsd_inode *ip, int index, const char *name,
+	    const void *value, size_t vlen, int flags, int mode);
+/* Free every attribute of an inode being deleted (own handles), so it can be wiped. */
+int	 xattr_free_all(struct fsd *fs, struct fsd_inode *ip);
+
+/* acl.c: POSIX ACLs in system.posix_acl_* (doc/xattr.md) */
+/* The kernel's form (posix_acl_xattr_header and entries) to OCFS2's: 0 or -EINVAL. Pure. */
+int	 acl_from_vfs(const void *v, size_t n, uint8_t *out, size_t cap, size_t *outlen);
+/* OCFS2's form to the kernel's (out NULL: the size only): 0, -ERANGE, -EIO. Pure. */
+int	 acl_to_vfs(const uint8_t *d, size_t n, void *out, size_t cap, size_t *outlen);
+/* posix_acl_equiv_mode: *mode's permission bits from the ACL; 0 if it says no more. Pure. */
+int	 acl_equiv_mode(const uint8_t *d, size_t n, unsigned *mode);
+/* posix_acl_create_masq: ACL and mode limit each other; 0 if the ACL says no more. Pure. */
+int	 acl_create_masq(uint8_t *d, size_t n, unsigned *mode);
+/* posix_acl_chmod_masq: the ACL follows a new mode. Pure. */
+void	 acl_chmod(uint8_t *d, size_t n, unsigned mode);
+/* The ACL of index (2 access, 3 default) in the kernel's form; as xattr_get. */
+int	 acl_get(struct fsd *fs, struct fsd_inode *ip, int index, void *out, size_t cap, size_t *len);
+/* Set (v NULL: remove) an ACL given in the kernel's form; the access ACL sets the mode. */
+int	 acl_set(struct fsd *fs, struct fsd_inode *ip, int index, const void *v, size_t n);
+/* What a new inode takes from its directory's default ACL. */
+struct acl_inherit {
+	uint8_t	*access, *dflt;		/* OCFS2's form, malloc'ed, or NULL */
+	size_t	 access_len, dflt_len;
+};
+/*
+ * Before creating an inode of *mode in dir: with a default ACL, the mode
+ * and the new ACLs limited by each other; without, the umask applied.
+ */
+int	 acl_inherit(struct fsd *fs, struct fsd_inode *dir, unsigned *mode, unsigned umask,
+	    struct acl_inherit *a);
+/* Give the new inode blkno what acl_inherit found (own handles). */
+int	 acl_apply(struct fsd *fs, uint64_t blkno, const struct acl_inherit *a);
+void	 acl_inherit_free(struct acl_inherit *a);
+/* After a chmod: the access ACL, if any, follows the mode. */
+int	 acl_chmod_inode(struct fsd *fs, struct fsd_inode *ip, unsigned mode);
 
 /* orphan.c */
 /* Inside a handle: put an inode whose last link went into our orphan dir. */

@@ -17,18 +17,26 @@
 
 #include "fsd.h"
 
-unsigned
-inline_capacity(const struct fsd *fs)
+/* Bytes of an inode's inline xattr area at the end of its block (doc/xattr.md). */
+static unsigned
+xattr_bytes(const struct ocfs2_dinode *di)
 {
-	/* no inline xattrs here (fsd refuses the xattr feature) */
-	return (unsigned)ocfs2_max_inline_data_with_xattr((int)fs->vol.block_bytes, NULL);
+	return (LE16(di->i_dyn_features) & OCFS2_INLINE_XATTR_FL) ? LE16(di->i_xattr_inline_size) : 0;
 }
 
-/* Bytes of the block from id2 on: what an inline area or an extent list may use. */
-static size_t
-id2_bytes(const struct fsd *fs)
+unsigned
+inline_capacity(const struct fsd *fs, const struct ocfs2_dinode *di)
 {
-	return fs->vol.block_bytes - offsetof(struct ocfs2_dinode, id2);
+	/* ocfs2_max_inline_data_with_xattr: the inline xattr area is not ours */
+	return (unsigned)ocfs2_max_inline_data_with_xattr((int)fs->vol.block_bytes, NULL) -
+	    xattr_bytes(di);
+}
+
+/* Bytes of the block from id2 on, up to the inline xattr area: what id2 may use. */
+static size_t
+id2_bytes(const struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	return fs->vol.block_bytes - offsetof(struct ocfs2_dinode, id2) - xattr_bytes(di);
 }
 
 void
@@ -36,8 +44,8 @@ inline_start(struct fsd_handle *h, struct fsd_buf *ib)
 {
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
 
-	memset(&di->id2, 0, id2_bytes(h->fs));
-	di->id2.i_data.id_count = htole16((uint16_t)inline_capacity(h->fs));
+	memset(&di->id2, 0, id2_bytes(h->fs, di));
+	di->id2.i_data.id_count = htole16((uint16_t)inline_capacity(h->fs, di));
 	di->i_dyn_features = htole16(LE16(di->i_dyn_features) | OCFS2_INLINE_DATA_FL);
 	journal_dirty(h, ib);
 }
@@ -102,8 +110,9 @@ inline_file_to_extents(struct fsd_handle *h, struct fsd_buf *ib)
 		if (rc != 0)
 			return rc;
 	}
-	memset(&di->id2, 0, id2_bytes(fs));
-	di->id2.i_list.l_count = htole16(ocfs2_extent_recs_per_inode(bs));
+	memset(&di->id2, 0, id2_bytes(fs, di));
+	di->id2.i_list.l_count = htole16((uint16_t)(ocfs2_extent_recs_per_inode(bs) -
+	    xattr_bytes(di) / sizeof(struct ocfs2_extent_rec)));
 	di->i_dyn_features = htole16(LE16(di->i_dyn_features) & ~OCFS2_INLINE_DATA_FL);
 	if (size > 0 && (rc = extent_append(h, ib, 0, pblk, 1)) != 0)
 		return rc;

@@ -634,9 +634,9 @@ inode_wipe(struct fsd_handle *h, struct fsd_buf *ib)
 	struct timespec ts;
 	int rc;
 
-	if (LE32(di->i_clusters) != 0 || slot >= fs->vol.max_slots) {
-		fsd_corrupt(fs, ib->blkno, "wiping an inode that still holds clusters or has "
-		    "an impossible slot");
+	if (LE32(di->i_clusters) != 0 || LE64(di->i_xattr_loc) != 0 || slot >= fs->vol.max_slots) {
+		fsd_corrupt(fs, ib->blkno, "wiping an inode that still holds clusters, an xattr "
+		    "block, or has an impossible slot");
 		return -EIO;
 	}
 	if (group == 0)

@@ -39,7 +39,7 @@ usage(void)
 	    "  -o ro|rw, nocluster, node=N (slot map owner without a cluster, 0), commit=S (5),\n"
 	    "     link_wait=S (60), cache_blocks=N, lock_cache=N, threads=N,\n"
 	    "     relatime|noatime|strictatime, atime_quantum=S (60),\n"
-	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0,\n"
+	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0, acl|noacl,\n"
 	    "     and FUSE mount options (allow_other, ...)\n");
 	exit(2);
 }
@@ -121,6 +121,10 @@ parse_o(struct cmdline *c, const char *arg)
 			if (parse_ulong(opt + 10, 10, 3600, &v) == -1 || v == 0)
 				fatalx("bad link wait: %s", opt + 10);
 			c->mo.link_wait_ms = (unsigned)v * 1000;
+		} else if (strcmp(opt, "acl") == 0) {
+			c->mo.noacl = 0;
+		} else if (strcmp(opt, "noacl") == 0) {
+			c->mo.noacl = 1;
 		} else if (strcmp(opt, "nocluster") == 0) {
 			c->mo.nocluster = 1;
 		} else if (strcmp(opt, "writeback_cache=0") == 0 || strcmp(opt, "no_writeback_cache") == 0) {

@@ -49,6 +49,19 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_WRITEBACK_CACHE;
 		fs->writeback_active = 1;
 	}
+	/*
+	 * POSIX ACLs: the kernel enforces them and stops applying the umask,
+	 * which acl.c applies, or a directory's default ACL instead. A
+	 * kernel without the capability leaves the mount noacl.
+	 */
+	if (fs->acl) {
+		if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK))
+			conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+		else {
+			log_warnx("the kernel's FUSE offers no POSIX ACLs: mounted noacl");
+			fs->acl = 0;
+		}
+	}
 	log_debug("FUSE protocol %u.%u, max_read %u, max_write %u, %s", conn->proto_major,
 	    conn->proto_minor, conn->max_read, conn->max_write,
 	    fs->readonly ? "read-only" : "read-write");
@@ -88,6 +101,10 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.unlink		= fsd_unlink,
 	.rmdir		= fsd_rmdir,
 	.rename		= fsd_rename,
+	.setxattr	= fsd_setxattr,
+	.getxattr	= fsd_getxattr,
+	.listxattr	= fsd_listxattr,
+	.removexattr	= fsd_removexattr,
 };
 
 /* mountinfo's form of a path: space, tab, newline and backslash as \ooo. */

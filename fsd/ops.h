@@ -103,6 +103,13 @@ void	fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
 void	fsd_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	    struct fuse_file_info *fi);
 
+/* ops_xattr.c */
+void	fsd_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);
+void	fsd_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void	fsd_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+	    size_t size, int flags);
+void	fsd_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
 /* ops.c */
 void	fsd_init(void *userdata, struct fuse_conn_info *conn);
 /* Once mounted (MOUNTPOINT canonical): let the kernel read ahead as far

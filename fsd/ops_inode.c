@@ -366,6 +366,9 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	}
 	inode_unlock_block_in(&h, ip, b);
 	journal_stop(&h, rc != 0);
+	/* the access ACL's mask follows a chmod (ocfs2_acl_chmod, its own transaction) */
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE) && fs->acl)
+		rc = acl_chmod_inode(fs, ip, st.st_mode);
 out:
 	inode_put(fs, ip);
 	if (rc != 0)

@@ -107,6 +107,21 @@ check_name(const char *name)
  * cluster). The entry for FUSE is filled on success. When the name
  * exists, -EEXIST, and *found (if asked for) is the inode it names.
  */
+/* What a new inode of *mode under parent takes from its default ACL (acl.c). */
+static int
+inherit_acls(struct fsd *fs, fuse_ino_t parent, unsigned *mode, unsigned umask,
+    struct acl_inherit *a)
+{
+	struct fsd_inode *dp;
+	int rc;
+
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0)
+		return rc;
+	rc = acl_inherit(fs, dp, mode, umask, a);
+	inode_put(fs, dp);
+	return rc;
+}
+
 static int
 do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mode, dev_t rdev,
     const char *target, struct fuse_entry_param *e, uint64_t *found)
@@ -117,6 +132,7 @@ do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mod
 	struct locked dp;
 	struct fsd_buf *ib = NULL;
 	struct ocfs2_dinode *di;
+	struct acl_inherit inh = { NULL, NULL, 0, 0 };
 	uint64_t ino = 0, existing;
 	uint32_t gid;
 	size_t tlen;
@@ -124,10 +140,15 @@ do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mod
 
 	if ((rc = check_name(name)) != 0)
 		return rc;
-	if ((rc = journal_start(fs, &h)) != 0)
+	if (fs->acl && (rc = inherit_acls(fs, parent, &mode, ctx->umask, &inh)) != 0)
 		return rc;
+	if ((rc = journal_start(fs, &h)) != 0) {
+		acl_inherit_free(&inh);
+		return rc;
+	}
 	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0) {
 		journal_stop(&h, 1);
+		acl_inherit_free(&inh);
 		return rc;
 	}
 	if (!S_ISDIR(LE16(dp.di->i_mode)) || LE16(dp.di->i_links_count) == 0) {
@@ -186,6 +207,10 @@ out:
 	unlock_ino(&h, &dp);
 	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
 		rc = -EIO;
+	/* its ACLs in handles of their own: until then the mode limits it as they would */
+	if (rc == 0 && fs->acl)
+		rc = acl_apply(fs, ino, &inh);
+	acl_inherit_free(&inh);
 	if (rc == 0)
 		rc = fsd_make_entry(fs, ino, e);
 	return rc;

@@ -136,7 +136,7 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 	 */
 	if ((rc = orphan_pending(fs, ip, &slot, &isdir)) <= 0)
 		goto out_unlock;
-	if ((rc = file_free_all(fs, ip)) != 0)
+	if ((rc = file_free_all(fs, ip)) != 0 || (rc = xattr_free_all(fs, ip)) != 0)
 		goto out_unlock;
 	if ((rc = journal_start(fs, &h)) != 0)
 		goto out_unlock;

@@ -59,7 +59,8 @@ static const struct feature_name {
 				 OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC | \
 				 OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG | \
 				 OCFS2_FEATURE_INCOMPAT_INLINE_DATA | \
-				 OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS)
+				 OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS | \
+				 OCFS2_FEATURE_INCOMPAT_XATTR)
 #define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
 
 static void
@@ -435,6 +436,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	fs->sparse = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC) != 0;
 	fs->unwritten = fs->sparse && (fs->vol.ro_compat & OCFS2_FEATURE_RO_COMPAT_UNWRITTEN) != 0;
 	fs->inline_data = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_INLINE_DATA) != 0;
+	xattr_mount(fs, sb);
 	fs->first_cluster_group = LE64(sb->s_first_cluster_group);
 	memcpy(fs->uuid, sb->s_uuid, sizeof(fs->uuid));
 	fs->bbits = LE32(sb->s_blocksize_bits);

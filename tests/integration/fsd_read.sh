@@ -112,7 +112,7 @@ echo "-- feature checks"
 IMG=$D/default.img
 mkfs_img "$IMG" -M local
 mkdir -p "$D/m"
-expect_error "default-level volume refused, naming the feature" '"xattr"' \
+expect_error "default-level volume refused, naming the feature" '"refcount"' \
     "$FSD" -o ro "$IMG" "$D/m"
 mkfs_img "$IMG" -M local --fs-feature-level=max-compat
 poke "$IMG" 2 $((0xE4)) 02	# s_feature_ro_compat = USRQUOTA

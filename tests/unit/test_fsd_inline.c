@@ -57,7 +57,7 @@ Test(fsd_inline, file_conversion_is_all_or_nothing, .init = make_volume, .fini =
 	memset(b, 'b', sizeof(b));
 	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert(fs.inline_data);
-	cr_assert_eq(inline_capacity(&fs), 312u);
+	cr_assert_eq(inline_capacity(&fs, &(struct ocfs2_dinode){ 0 }), 312u);
 	cr_assert_eq(journal_start(&fs, &h), 0);
 	cr_assert_eq(inode_create(&h, S_IFREG | 0644, 0, 0, 0, &ib), 0);
 	ino = ib->blkno;
