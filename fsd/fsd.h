@@ -46,6 +46,8 @@
  *   inline.c     inline data: small files kept inside the inode, and their
  *                conversion to extents when they outgrow it
  *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
+ *   dio.c        appending O_DIRECT writes: a record in the orphan dir
+ *                while clusters past i_size wait for their data (append-dio)
  *   ops.c        the FUSE lowlevel table and connection setup
  *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
  *   ops_namei.c  FUSE handlers on names: create, mkdir, link, unlink, rename
@@ -239,6 +241,7 @@ struct fsd {
 	int		 sparse;		/* files may have holes (sparse feature) */
 	int		 unwritten;		/* extents may be unwritten (needs sparse) */
 	int		 inline_data;		/* small files and dirs inside the inode */
+	int		 append_dio;		/* O_DIRECT appends keep a dio record */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
 	uint64_t	 first_cluster_group;
@@ -815,6 +818,22 @@ int	 file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize);
 /* The same inside a handle, inode locked EX (slow symlinks use it). */
 int	 file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off,
 	    const void *data, size_t len);
+/* file_write by a caller that holds the inode's RW lock already (dio.c). */
+int	 file_write_rw_held(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
+	    size_t len, int touch_times);
+/*
+ * Inside a handle, inode locked EX and accessed: clusters for the bytes
+ * [off, off+len) (an inline file gets an extent list first) and zeros on
+ * disk between the size and off. The size stays.
+ */
+int	 file_prepare_range(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, size_t len);
+/*
+ * The bytes of a write into clusters file_prepare_range gave the range,
+ * under the META lock; size is the file's size (partial blocks past it
+ * get zeros).
+ */
+int	 file_write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
+	    const void *data, size_t len);
 /*
  * fallocate(2) of [off, off+len) in a mode ops_file.c let through: mode 0
  * or KEEP_SIZE without the sparse feature, sparse_fallocate_modes() with it.
@@ -897,9 +916,36 @@ void	 orphan_unexpect(struct fsd *fs, uint64_t blkno);
  * was any to wait for.
  */
 int	 orphan_wait_deletes(struct fsd *fs, unsigned ms);
-/* Wipe every inode in slot's orphan dir that no node has open (mount,
- * unmount, recovery, orphan scan): how many, or -errno. */
-int	 orphan_recover(struct fsd *fs, int slot);
+/*
+ * Wipe every inode in slot's orphan dir that no node has open (mount,
+ * unmount, recovery, orphan scan): how many, or -errno. With dio set
+ * (nothing of the slot's owner runs any more), also end what appending
+ * O_DIRECT writes left there (dio_recover); without, leave those alone.
+ */
+int	 orphan_recover(struct fsd *fs, int slot, int dio);
+/*
+ * Append-dio records (doc/append-dio.md), inside a handle with the inode
+ * buffer ib locked EX: orphan_dio_add names it "dio-<blkno>" in our
+ * orphan dir and sets OCFS2_DIO_ORPHANED_FL and i_dio_orphaned_slot;
+ * orphan_dio_del takes the name out of slot's orphan dir and, if the
+ * flag points there, clears it.
+ */
+int	 orphan_dio_add(struct fsd_handle *h, struct fsd_buf *ib);
+int	 orphan_dio_del(struct fsd_handle *h, struct fsd_buf *ib, int slot);
+
+/* dio.c: appending O_DIRECT writes on append-dio volumes (doc/append-dio.md) */
+/*
+ * A write through an O_DIRECT open: one that extends the file goes
+ * through a dio record in our orphan dir, others as file_write.
+ */
+int	 dio_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+	    int touch_times);
+/*
+ * End what a dio record of slot for inode blkno stands for: clusters
+ * past i_size freed, the record and the flag gone. 1 when done, 0 if
+ * there was nothing (the record was stale), or -errno.
+ */
+int	 dio_recover(struct fsd *fs, int slot, uint64_t blkno);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fsd_ops;
