@@ -14,7 +14,6 @@
  * holds it), this node's by the kernel's inode lock around each write.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,22 +24,24 @@
 #include "fsd.h"
 
 /*
- * Test-only crash point: with FSD_TEST_DIO_PAUSE naming a file, an
- * appending write stops after its data is written and before its size
- * is, its record and allocation committed, creates that file and waits
- * to be killed. Nothing else reaches this window reliably.
+ * Test-only crash point: with FSD_TEST_DIO_PAUSE naming a file that
+ * exists, an appending write stops after its data is written and before
+ * its size is, its record and allocation committed, renames that file to
+ * NAME.paused and waits to be killed. Nothing else reaches this window
+ * reliably.
  */
 static void
 test_pause(struct fsd *fs)
 {
 	const char *path = getenv("FSD_TEST_DIO_PAUSE");
-	int fd;
+	char paused[4096];
 
-	if (path == NULL || *path == '\0')
+	if (path == NULL || *path == '\0' || access(path, F_OK) != 0)
 		return;
 	journal_commit(fs);
-	if ((fd = open(path, O_WRONLY | O_CREAT, 0644)) >= 0)
-		close(fd);
+	snprintf(paused, sizeof(paused), "%s.paused", path);
+	if (rename(path, paused) != 0)
+		return;
 	log_warnx("FSD_TEST_DIO_PAUSE: appending write paused before its size update");
 	for (;;)
 		pause();
