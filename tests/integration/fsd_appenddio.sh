@@ -23,34 +23,6 @@ IMG=$D/v.img
 CS=4096
 FEATURES=sparse,unwritten,inline-data,discontig-bg,append-dio
 
-# dappend FILE SIZE COUNT [fsync]: COUNT O_DIRECT appends of SIZE bytes,
-# each of one letter (A for the first SIZE bytes of the file, B...), from
-# a page-aligned buffer; with fsync, fsync at the end.
-dappend() {
-	python3 - "$@" <<'EOF'
-import mmap, os, sys
-path, size, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
-buf = mmap.mmap(-1, size)
-for i in range(count):
-    end = os.lseek(fd, 0, os.SEEK_END)
-    buf.seek(0)
-    buf.write(bytes([65 + (end // size) % 26]) * size)
-    if os.pwrite(fd, buf, end) != size:
-        sys.exit("short write")
-if len(sys.argv) > 4:
-    os.fsync(fd)
-os.close(fd)
-EOF
-}
-# model SIZE COUNT: what dappend SIZE COUNT writes into an empty file.
-model() {
-	python3 - "$@" <<'EOF'
-import sys
-size, count = int(sys.argv[1]), int(sys.argv[2])
-sys.stdout.buffer.write(b"".join(bytes([65 + i % 26]) * size for i in range(count)))
-EOF
-}
 # dio_flags IMG PATH: the inode's i_flags (le32 at 0x2C) has OCFS2_DIO_ORPHANED_FL (0x2000)?
 dio_flag() {
 	local ino bs
@@ -91,7 +63,7 @@ crash_case() {
 	local img=$1
 	run_check "mount with the crash point" mount_paused "$img" "$MNT"
 	dappend "$MNT/f" 65536 5 fsync
-	model 65536 5 >"$D/f.model"
+	dmodel 65536 5 >"$D/f.model"
 	paused_append "$img" f 1048576
 	run_check "mount after the kill (recovers the slot)" fsd_mount "$img" "$MNT"
 	check "the mount ended the dio record" grep -q 'appending O_DIRECT write of slot 0 undone' "$MNT.log"
@@ -123,10 +95,10 @@ expect_error "a default level volume is refused, naming xattr" '"xattr"' \
 echo "-- O_DIRECT writes"
 run_check "mount" fsd_mount "$IMG" "$MNT"
 dappend "$MNT/a" 65536 40 fsync
-model 65536 40 >"$D/a.model"
+dmodel 65536 40 >"$D/a.model"
 check "40 O_DIRECT appends of 64 KiB read back" cmp "$MNT/a" "$D/a.model"
 dappend "$MNT/big" 1048576 3
-model 1048576 3 >"$D/big.model"
+dmodel 1048576 3 >"$D/big.model"
 check "three 1 MiB O_DIRECT appends read back" cmp "$MNT/big" "$D/big.model"
 python3 - "$MNT/a" <<'EOF'
 import mmap, os, sys

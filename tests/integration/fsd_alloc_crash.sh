@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# A node of a two-node cluster killed (lc kill: every daemon and its fsd
+# at once) in the middle of the allocation features' changes, on a volume
+# with sparse,unwritten,inline-data,discontig-bg,append-dio; the survivor
+# recovers its slot each time:
+# - an appending O_DIRECT write held between its dio record and its size
+#   update (FSD_TEST_DIO_PAUSE): the survivor's recovery ends the record,
+#   the size is the last fsync'ed one, the fsync'ed bytes are intact;
+# - a loop punching every other MiB of a file, each punch fsync'ed: the
+#   punched MiBs read as zeros, the others as written;
+# - a loop of small inline files each converted to extents by an append,
+#   fsync'ed: each reads back whole.
+# After all of it the volume has no dio record, no cluster past the
+# size of the appended file, and fsck.ocfs2 -fn is clean.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/netd_lib.inc"
+source "$(dirname "$0")/fsd_lib.inc"
+
+lc_setup
+trap 'cluster_cleanup 2 fsd' EXIT
+
+D=$FSD_DIR
+IMG=$D/shared.img
+M=()
+MIB=1048576
+
+recovered() { lc log 1 fsd | grep -c 'slot [0-9]* recovered'; }
+recovered_above() { (($(recovered) > $1)); }
+# kill_node2: node2 dies; node1 recovers its slot.
+kill_node2() {
+	local before
+	before=$(recovered)
+	lc kill 2 >/dev/null
+	bg_stop_all
+	check "node1 recovers node2's slot" wait_for 30 recovered_above "$before"
+}
+# restart_node2: node2 back up and mounted.
+restart_node2() {
+	lc umount 2 >/dev/null 2>&1
+	lc start 2 >/dev/null
+	run_check "node2 mounts again" node_mount 2
+}
+# node_mount 2 with its appending O_DIRECT writes held before their size update.
+mount2_paused() { FSD_TEST_DIO_PAUSE=$D/pause node_mount 2; }
+
+check "mkfs (cluster, the five features)" mkfs_img "$IMG" --cluster-stack=o2cb \
+    --cluster-name=lc -N 2 -b 4096 -C 4096 -J size=8M --fs-feature-level=max-compat \
+    --fs-features=sparse,unwritten,inline-data,discontig-bg,append-dio
+if ! lc up 2 --image "$IMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null; then
+	fail "localcluster up 2"
+	finish
+	exit 1
+fi
+run_check "node1 mounts" node_mount 1
+run_check "node2 mounts with the dio crash point" mount2_paused
+
+echo "-- node2 killed between an O_DIRECT append's record and its size update"
+dappend "${M[2]}/d" 65536 4 fsync
+ino=$(stat -c %i "${M[2]}/d")
+: >"$D/pause"
+dappend "${M[2]}/d" "$MIB" 1 >/dev/null 2>&1 &
+BG+=($!)
+check "node2's append stops before its size update" wait_for 10 test -e "$D/pause.paused"
+kill_node2
+dio_ended() { lc log 1 fsd | grep -q "inode $ino: appending O_DIRECT write of slot"; }
+check "node1's recovery ended node2's dio record" wait_for 10 dio_ended
+check_eq "node1 sees the fsync'ed size" 262144 "$(stat -c %s "${M[1]}/d")"
+dmodel 65536 4 >"$D/d.model"
+check "node1 reads the fsync'ed bytes" cmp "${M[1]}/d" "$D/d.model"
+dappend "${M[1]}/d" 65536 1
+check_eq "node1 appends after the recovery" 327680 "$(stat -c %s "${M[1]}/d")"
+
+echo "-- node2 killed while it punches holes"
+restart_node2
+head -c $((32 * MIB)) /dev/urandom >"$D/p.model"
+cp "$D/p.model" "${M[1]}/p"
+sync "${M[1]}/p"
+: >"$D/punched"
+(for k in $(seq 0 2 30); do
+	fallocate -p -o $((k * MIB)) -l $MIB "${M[2]}/p" || break
+	sync "${M[2]}/p" || break
+	echo "$k" >>"$D/punched"
+done) 2>/dev/null &
+BG+=($!)
+wait_for 10 sh -c "test \$(wc -l <'$D/punched') -ge 3"
+kill_node2
+check "node2 punched some before it died" test "$(wc -l <"$D/punched")" -ge 3
+# punched_ok: each punched MiB zeros, each odd one as written, the MiB
+# in flight either.
+punched_ok() {
+	local k bad=0
+	for k in $(seq 0 31); do
+		if cmp -s <(dd if="${M[1]}/p" bs=$MIB skip="$k" count=1 status=none) \
+		    <(dd if="$D/p.model" bs=$MIB skip="$k" count=1 status=none); then
+			grep -qx "$k" "$D/punched" && { echo "MiB $k was punched, reads as written"; bad=1; }
+		elif cmp -s -n $MIB <(dd if="${M[1]}/p" bs=$MIB skip="$k" count=1 status=none) /dev/zero; then
+			((k % 2 == 1)) && { echo "MiB $k was never punched, reads as zeros"; bad=1; }
+		else
+			echo "MiB $k is neither"; bad=1
+		fi
+	done
+	return $bad
+}
+check "node1 reads each MiB as punched or as written" punched_ok
+check_eq "the size stays" $((32 * MIB)) "$(stat -c %s "${M[1]}/p")"
+
+echo "-- node2 killed while it converts inline files to extents"
+restart_node2
+: >"$D/converted"
+(i=0; while :; do
+	i=$((i + 1))
+	f=${M[2]}/c$i
+	head -c 100 /dev/urandom >"$D/c.src"
+	head -c 6000 /dev/urandom >>"$D/c.src"
+	head -c 100 "$D/c.src" >"$f" && sync "$f" || break
+	tail -c 6000 "$D/c.src" >>"$f" && sync "$f" || break
+	echo "c$i $(md5sum <"$D/c.src" | cut -d' ' -f1)" >>"$D/converted"
+done) 2>/dev/null &
+BG+=($!)
+wait_for 10 sh -c "test \$(wc -l <'$D/converted') -ge 5"
+kill_node2
+converted_ok() {
+	local f sum bad=0
+	while read -r f sum; do
+		[[ $(md5sum <"${M[1]}/$f" | cut -d' ' -f1) == "$sum" ]] || { echo "$f damaged"; bad=1; }
+	done <"$D/converted"
+	return $bad
+}
+check "node2 converted some before it died" test "$(wc -l <"$D/converted")" -ge 5
+check "node1 reads every fsync'ed converted file whole" converted_ok
+
+echo "-- the volume afterwards"
+check "node1 unmounts" lc umount 1
+lc umount 2 >/dev/null 2>&1
+check_eq "no dio record is left" 0 "$(for s in 0000 0001; do
+	debugfs.ocfs2 -R "ls -l //orphan_dir:$s" "$IMG" 2>/dev/null; done | grep -c 'dio-')"
+check_eq "no cluster past the appended file's size" 80 \
+    "$(debugfs.ocfs2 -R 'stat /d' "$IMG" 2>/dev/null | sed -n 's/.*Clusters: \([0-9]*\).*/\1/p')"
+check "fsck clean" fsck_clean "$IMG"
+
+finish
