@@ -2,7 +2,7 @@
 # A node of a two-node cluster killed (lc kill: every daemon and its fsd
 # at once) in the middle of the allocation features' changes, on a volume
 # with sparse,unwritten,inline-data,discontig-bg,append-dio; the survivor
-# recovers its slot each time:
+# recovers its slot. At the moment of the kill node2 runs, at once:
 # - an appending O_DIRECT write held between its dio record and its size
 #   update (FSD_TEST_DIO_PAUSE): the survivor's recovery ends the record,
 #   the size is the last fsync'ed one, the fsync'ed bytes are intact;
@@ -10,6 +10,7 @@
 #   punched MiBs read as zeros, the others as written;
 # - a loop of small inline files each converted to extents by an append,
 #   fsync'ed: each reads back whole.
+# node2 comes back and mounts.
 # After all of it the volume has no dio record, no cluster past the
 # size of the appended file, and fsck.ocfs2 -fn is clean.
 source "$(dirname "$0")/../lib.sh"
@@ -54,24 +55,9 @@ fi
 run_check "node1 mounts" node_mount 1
 run_check "node2 mounts with the dio crash point" mount2_paused
 
-echo "-- node2 killed between an O_DIRECT append's record and its size update"
+echo "-- node2 killed while it punches holes, converts inline files and appends O_DIRECT"
 dappend "${M[2]}/d" 65536 4 fsync
 ino=$(stat -c %i "${M[2]}/d")
-: >"$D/pause"
-dappend "${M[2]}/d" "$MIB" 1 >/dev/null 2>&1 &
-BG+=($!)
-check "node2's append stops before its size update" wait_for 10 test -e "$D/pause.paused"
-kill_node2
-dio_ended() { lc log 1 fsd | grep -q "inode $ino: appending O_DIRECT write of slot"; }
-check "node1's recovery ended node2's dio record" wait_for 10 dio_ended
-check_eq "node1 sees the fsync'ed size" 262144 "$(stat -c %s "${M[1]}/d")"
-dmodel 65536 4 >"$D/d.model"
-check "node1 reads the fsync'ed bytes" cmp "${M[1]}/d" "$D/d.model"
-dappend "${M[1]}/d" 65536 1
-check_eq "node1 appends after the recovery" 327680 "$(stat -c %s "${M[1]}/d")"
-
-echo "-- node2 killed while it punches holes"
-restart_node2
 head -c $((32 * MIB)) /dev/urandom >"$D/p.model"
 cp "$D/p.model" "${M[1]}/p"
 sync "${M[1]}/p"
@@ -82,9 +68,34 @@ sync "${M[1]}/p"
 	echo "$k" >>"$D/punched"
 done) 2>/dev/null &
 BG+=($!)
-wait_for 10 sh -c "test \$(wc -l <'$D/punched') -ge 3"
+: >"$D/converted"
+(i=0; while :; do
+	i=$((i + 1))
+	f=${M[2]}/c$i
+	head -c 6100 /dev/urandom >"$D/c$i.src"
+	head -c 100 "$D/c$i.src" >"$f" && sync "$f" || break
+	tail -c 6000 "$D/c$i.src" >>"$f" && sync "$f" || break
+	echo "c$i $(md5sum <"$D/c$i.src" | cut -d' ' -f1)" >>"$D/converted"
+done) 2>/dev/null &
+BG+=($!)
+wait_for 10 sh -c "test \$(wc -l <'$D/punched') -ge 3 && test \$(wc -l <'$D/converted') -ge 3"
+: >"$D/pause"
+dappend "${M[2]}/d" "$MIB" 1 >/dev/null 2>&1 &
+BG+=($!)
+check "node2's append stops before its size update" wait_for 10 test -e "$D/pause.paused"
 kill_node2
+echo "  node2 died after $(wc -l <"$D/punched") of 16 punches and $(wc -l <"$D/converted") conversions"
 check "node2 punched some before it died" test "$(wc -l <"$D/punched")" -ge 3
+check "node2 converted some before it died" test "$(wc -l <"$D/converted")" -ge 3
+
+dio_ended() { lc log 1 fsd | grep -q "inode $ino: appending O_DIRECT write of slot"; }
+check "node1's recovery ended node2's dio record" wait_for 10 dio_ended
+check_eq "node1 sees the fsync'ed size" 262144 "$(stat -c %s "${M[1]}/d")"
+dmodel 65536 4 >"$D/d.model"
+check "node1 reads the fsync'ed bytes" cmp "${M[1]}/d" "$D/d.model"
+dappend "${M[1]}/d" 65536 1
+check_eq "node1 appends after the recovery" 327680 "$(stat -c %s "${M[1]}/d")"
+
 # punched_ok: each punched MiB zeros, each odd one as written, the MiB
 # in flight either.
 punched_ok() {
@@ -103,22 +114,6 @@ punched_ok() {
 }
 check "node1 reads each MiB as punched or as written" punched_ok
 check_eq "the size stays" $((32 * MIB)) "$(stat -c %s "${M[1]}/p")"
-
-echo "-- node2 killed while it converts inline files to extents"
-restart_node2
-: >"$D/converted"
-(i=0; while :; do
-	i=$((i + 1))
-	f=${M[2]}/c$i
-	head -c 100 /dev/urandom >"$D/c.src"
-	head -c 6000 /dev/urandom >>"$D/c.src"
-	head -c 100 "$D/c.src" >"$f" && sync "$f" || break
-	tail -c 6000 "$D/c.src" >>"$f" && sync "$f" || break
-	echo "c$i $(md5sum <"$D/c.src" | cut -d' ' -f1)" >>"$D/converted"
-done) 2>/dev/null &
-BG+=($!)
-wait_for 10 sh -c "test \$(wc -l <'$D/converted') -ge 5"
-kill_node2
 converted_ok() {
 	local f sum bad=0
 	while read -r f sum; do
@@ -126,12 +121,16 @@ converted_ok() {
 	done <"$D/converted"
 	return $bad
 }
-check "node2 converted some before it died" test "$(wc -l <"$D/converted")" -ge 5
 check "node1 reads every fsync'ed converted file whole" converted_ok
+
+echo "-- node2 comes back"
+restart_node2
+dmodel 65536 5 >"$D/d5.model"
+check "node2 reads the file as node1 left it" cmp "${M[2]}/d" "$D/d5.model"
+check "node2 unmounts" lc umount 2
 
 echo "-- the volume afterwards"
 check "node1 unmounts" lc umount 1
-lc umount 2 >/dev/null 2>&1
 check_eq "no dio record is left" 0 "$(for s in 0000 0001; do
 	debugfs.ocfs2 -R "ls -l //orphan_dir:$s" "$IMG" 2>/dev/null; done | grep -c 'dio-')"
 check_eq "no cluster past the appended file's size" 80 \

@@ -77,20 +77,21 @@ crash_case() {
 }
 
 echo "-- the volume mounts read-write"
-check "mkfs --fs-features=$FEATURES" mkfs_img "$IMG" -M local --fs-feature-level=max-compat \
+check "mkfs --fs-features=$FEATURES" mkfs_img_size "$IMG" 64M -M local --fs-feature-level=max-compat \
     -b 4096 -C $CS --fs-features=$FEATURES
 run_check "mount" fsd_mount "$IMG" "$MNT"
 check "it is read-write" touch "$MNT/rw"
 run_check "unmount" fsd_umount "$MNT"
-check "mkfs with cluster stack options" mkfs_img "$D/c.img" --cluster-stack=o2cb \
+check "mkfs with cluster stack options" mkfs_img_size "$D/c.img" 64M --cluster-stack=o2cb \
     --cluster-name=lc -N 2 -b 4096 -C $CS --fs-feature-level=max-compat --fs-features=$FEATURES
 run_check "the clustered volume mounts (nocluster)" fsd_mount "$D/c.img" "$D/cm"
 check "it is read-write" touch "$D/cm/rw"
 run_check "unmount" fsd_umount "$D/cm"
 check "fsck clean" fsck_clean "$D/c.img"
-check "mkfs at the default feature level" mkfs_img "$D/d.img" -M local -b 4096 -C $CS
+check "mkfs at the default feature level" mkfs_img_size "$D/d.img" 64M -M local -b 4096 -C $CS
+mkdir -p "$D/dm"
 expect_error "a default level volume is refused, naming xattr" '"xattr"' \
-    fsd_mount "$D/d.img" "$D/dm"
+    timeout 10 "$FSD" -o nocluster "$D/d.img" "$D/dm"
 
 echo "-- O_DIRECT writes"
 run_check "mount" fsd_mount "$IMG" "$MNT"
@@ -135,7 +136,7 @@ check "fsck clean" fsck_clean "$IMG"
 echo "-- fsd killed between the dio record and the size update"
 crash_case "$IMG"
 echo "-- the same without sparse (max-compat,append-dio)"
-check "mkfs --fs-features=append-dio" mkfs_img "$D/n.img" -M local \
+check "mkfs --fs-features=append-dio" mkfs_img_size "$D/n.img" 64M -M local \
     --fs-feature-level=max-compat -b 4096 -C $CS --fs-features=append-dio
 crash_case "$D/n.img"
 
