@@ -14,6 +14,7 @@
  * holds it), this node's by the kernel's inode lock around each write.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,25 +25,27 @@
 #include "fsd.h"
 
 /*
- * Test-only crash point: with FSD_TEST_DIO_PAUSE naming a file that
- * exists, an appending write stops after its data is written and before
- * its size is, its record and allocation committed, renames that file to
- * NAME.paused and waits to be killed. Nothing else reaches this window
+ * Test-only crash point: while the file FSD_TEST_DIO_PAUSE names exists,
+ * an appending write stops after its data is written and before its
+ * size is, its record and allocation committed, creates NAME.<inode
+ * number> and waits to be killed. Nothing else reaches this window
  * reliably.
  */
 static void
-test_pause(struct fsd *fs)
+test_pause(struct fsd *fs, uint64_t blkno)
 {
 	const char *path = getenv("FSD_TEST_DIO_PAUSE");
 	char paused[4096];
+	int fd;
 
 	if (path == NULL || *path == '\0' || access(path, F_OK) != 0)
 		return;
 	journal_commit(fs);
-	snprintf(paused, sizeof(paused), "%s.paused", path);
-	if (rename(path, paused) != 0)
-		return;
-	log_warnx("FSD_TEST_DIO_PAUSE: appending write paused before its size update");
+	snprintf(paused, sizeof(paused), "%s.%llu", path, (unsigned long long)blkno);
+	if ((fd = open(paused, O_WRONLY | O_CREAT, 0644)) >= 0)
+		close(fd);
+	log_warnx("FSD_TEST_DIO_PAUSE: appending write to inode %llu paused before its size update",
+	    (unsigned long long)blkno);
 	for (;;)
 		pause();
 }
@@ -252,6 +255,16 @@ dio_leftover(struct fsd *fs, struct fsd_inode *ip, int *slot)
 	return rc;
 }
 
+int
+dio_end_leftover(struct fsd *fs, struct fsd_inode *ip)
+{
+	int rc, slot = 0, done;
+
+	if ((rc = dio_leftover(fs, ip, &slot)) <= 0)
+		return rc;
+	return dio_end(fs, ip, slot, &done);
+}
+
 /* Under the RW lock EX. */
 static int
 dio_append_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
@@ -259,12 +272,10 @@ dio_append_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const v
 {
 	enum dio_plan plan;
 	uint64_t size;
-	int rc, slot = 0, done;
+	int rc, done;
 
 	/* as ocfs2_add_inode_to_orphan: an earlier record is ended first */
-	if ((rc = dio_leftover(fs, ip, &slot)) < 0)
-		return rc;
-	if (rc > 0 && (rc = dio_end(fs, ip, slot, &done)) != 0)
+	if ((rc = dio_end_leftover(fs, ip)) != 0)
 		return rc;
 	if ((rc = dio_record(fs, ip, &off, len, &plan, &size)) != 0)
 		return rc;
@@ -272,7 +283,7 @@ dio_append_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const v
 		return file_write_rw_held(fs, ip, off, data, len, touch_times);
 	if ((rc = dio_allocate(fs, ip, off, len)) == 0 &&
 	    (rc = dio_data(fs, ip, off, data, len)) == 0) {
-		test_pause(fs);
+		test_pause(fs, ip->blkno);
 		rc = dio_complete(fs, ip, off + len, touch_times);
 	}
 	if (rc != 0 && dio_end(fs, ip, fs->slot, &done) != 0)

@@ -946,6 +946,12 @@ int	 dio_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *d
  * there was nothing (the record was stale), or -errno.
  */
 int	 dio_recover(struct fsd *fs, int slot, uint64_t blkno);
+/*
+ * End the dio record an inode still carries (OCFS2_DIO_ORPHANED_FL), as
+ * above: before a new record, and before an unlinked inode is deleted,
+ * so that no record outlives its inode. 0 or -errno.
+ */
+int	 dio_end_leftover(struct fsd *fs, struct fsd_inode *ip);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fsd_ops;

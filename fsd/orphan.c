@@ -207,6 +207,9 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 	 */
 	if ((rc = orphan_pending(fs, ip, &slot, &isdir)) <= 0)
 		goto out_unlock;
+	/* unlinked in the middle of an O_DIRECT append that never ended */
+	if ((rc = dio_end_leftover(fs, ip)) != 0)
+		goto out_unlock;
 	if ((rc = file_free_all(fs, ip)) != 0)
 		goto out_unlock;
 	if ((rc = journal_start(fs, &h)) != 0)

@@ -46,11 +46,11 @@ mount_paused() { FSD_TEST_DIO_PAUSE=$D/pause fsd_mount "$@"; }
 paused_append() {
 	local ino
 	ino=$(stat -c %i "$MNT/$2")
-	rm -f "$D/pause.paused"
 	: >"$D/pause"
 	dappend "$MNT/$2" "$3" 1 >"$D/paused.out" 2>&1 &
 	local writer=$!
-	check "the append stops before its size update" wait_for 10 test -e "$D/pause.paused"
+	check "the append stops before its size update" wait_for 10 test -e "$D/pause.$ino"
+	rm -f "$D/pause" "$D/pause.$ino"
 	kill -9 "$FSD_PID"
 	wait "$FSD_PID" 2>/dev/null
 	wait "$writer" 2>/dev/null
