@@ -45,7 +45,7 @@ mkdir -p "$W/mc" "$W/ft" "$W/ovl" "$W/lower" "$W/upper" "$W/work"
 mount_fsd() {
 	local name=$1 i
 	shift
-	fallocate -l $(((SIZE_MB + 1536) * 1024 * 1024)) "$W/$name.img"
+	fallocate -l $(((2 * SIZE_MB + 2048) * 1024 * 1024)) "$W/$name.img"
 	mkfs.ocfs2 -q -F -M local --fs-feature-level=max-compat -b 4096 -C 4096 "$@" \
 	    "$W/$name.img" </dev/null >/dev/null 2>&1 || { echo "mkfs $name failed"; return 1; }
 	"$BUILD/fsd" "$W/$name.img" "$W/$name" >"$W/$name.log" 2>&1 &
