@@ -146,19 +146,28 @@ EOF
 	secs "$t" "$(now)"
 }
 
-# median FN MNT: the median of RUNS timings of workload FN on MNT.
+# median: the median of the numbers on stdin.
 median() {
-	local i
-	for i in $(seq "$RUNS"); do "$1" "$2"; done | sort -g | awk '{ v[NR] = $1 } END {
+	sort -g | awk '{ v[NR] = $1 } END {
 		if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-# row NAME UNIT AMOUNT FN [skip-mc]: the three filesystems, in units per second.
+# row NAME UNIT AMOUNT FN [skip-mc]: the three filesystems, in units per
+# second. The runs alternate between them, so that a load from elsewhere
+# on the machine falls on all three alike.
 row() {
-	local name=$1 unit=$2 amount=$3 fn=$4 mc=- ft ovl
-	[[ ${5:-} == skip-mc ]] || mc=$(median "$fn" "$W/mc")
-	ft=$(median "$fn" "$W/ft")
-	ovl=$(median "$fn" "$W/ovl")
+	local name=$1 unit=$2 amount=$3 fn=$4 i mc=- ft ovl
+	: >"$W/t.mc"
+	: >"$W/t.ft"
+	: >"$W/t.ovl"
+	for i in $(seq "$RUNS"); do
+		[[ ${5:-} == skip-mc ]] || "$fn" "$W/mc" >>"$W/t.mc"
+		"$fn" "$W/ft" >>"$W/t.ft"
+		"$fn" "$W/ovl" >>"$W/t.ovl"
+	done
+	[[ ${5:-} == skip-mc ]] || mc=$(median <"$W/t.mc")
+	ft=$(median <"$W/t.ft")
+	ovl=$(median <"$W/t.ovl")
 	awk -v n="$name" -v u="$unit" -v a="$amount" -v m="$mc" -v f="$ft" -v o="$ovl" 'BEGIN {
 		if (m == "-") { ms = "       n/a"; r = "  n/a" } else { ms = sprintf("%10.1f", a / m); r = sprintf("%5.2f", m / f) }
 		printf "  %-24s max-compat %s  features %10.1f  passthrough %10.1f %-6s  features/max-compat %s  features/passthrough %.2f\n",
