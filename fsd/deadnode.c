@@ -15,7 +15,8 @@
  * and replay the journal; then whoever waited for that goes on, and the
  * thread gives back the slot's local alloc window and truncate log and
  * frees the slot; once SUPER is given back, it deletes the slot's orphans
- * nobody has open. Whichever
+ * nobody has open and ends the appending O_DIRECT writes the node left
+ * half done (dio_recover). Whichever
  * survivor gets the journal lock first does it; the others find the slot
  * free. A mount does the same for slots whose owner is gone without
  * anyone noticing (recover_offline_slots).
@@ -139,7 +140,7 @@ slot_orphans(struct fsd *fs, int slot)
 {
 	int rc;
 
-	if ((rc = orphan_recover(fs, slot)) < 0)
+	if ((rc = orphan_recover(fs, slot, 1)) < 0)
 		log_warnx("orphans of recovered slot %d: %s", slot, strerror(-rc));
 }
 

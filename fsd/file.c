@@ -202,8 +202,8 @@ file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t
  * disk by the caller); past the end of the file they get zeros, never
  * stale memory.
  */
-static int
-write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
+int
+file_write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
     const void *data, size_t len)
 {
 	unsigned bs = fs->vol.block_bytes;
@@ -227,6 +227,25 @@ write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_
 }
 
 int
+file_prepare_range(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, size_t len)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	uint64_t size = LE64(di->i_size);
+	int rc;
+
+	if (inline_has(di) && (rc = inline_file_to_extents(h, ib)) != 0)
+		return rc;
+	if (fs->sparse)
+		rc = sparse_prepare_write(h, ib, off, len);
+	else
+		rc = file_allocate(h, ib, off + len);
+	if (rc != 0)
+		return rc;
+	return off > size ? file_zero(fs, di, size, off) : 0;
+}
+
+int
 file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const void *data,
     size_t len)
 {
@@ -243,23 +262,13 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 	if (fs->inline_data && S_ISREG(LE16(di->i_mode)) && !inline_has(di) && size == 0 &&
 	    LE32(di->i_clusters) == 0 && end <= inline_capacity(fs, di))
 		inline_start(h, ib);
-	if (inline_has(di)) {
-		if (end <= LE16(di->id2.i_data.id_count)) {
-			inline_write(h, ib, off, data, len);
-			return 0;
-		}
-		if ((rc = inline_file_to_extents(h, ib)) != 0)
-			return rc;
+	if (inline_has(di) && end <= LE16(di->id2.i_data.id_count)) {
+		inline_write(h, ib, off, data, len);
+		return 0;
 	}
-	if (fs->sparse)
-		rc = sparse_prepare_write(h, ib, off, len);
-	else
-		rc = file_allocate(h, ib, end);
-	if (rc != 0)
+	if ((rc = file_prepare_range(h, ib, off, len)) != 0)
 		return rc;
-	if (off > size && (rc = file_zero(fs, di, size, off)) != 0)
-		return rc;
-	if ((rc = write_data(fs, di, size, off, data, len)) != 0)
+	if ((rc = file_write_data(fs, di, size, off, data, len)) != 0)
 		return rc;
 	if (end > size)
 		di->i_size = htole64(end);
@@ -294,7 +303,7 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 		if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off != FILE_APPEND &&
 		    off + len <= LE64(di->i_size) &&
 		    (!fs->sparse || sparse_range_written(fs, di, off, len))) {
-			rc = write_data(fs, di, LE64(di->i_size), off, data, len);
+			rc = file_write_data(fs, di, LE64(di->i_size), off, data, len);
 			inode_unlock_block(fs, ip, LKM_EX, ib);
 			return rc;
 		}
@@ -337,6 +346,13 @@ file_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
 	rc = write_rw_locked(fs, ip, off, data, len, touch_times, 0);
 	inode_rw_unlock(fs, ip, LKM_PR);
 	return rc;
+}
+
+int
+file_write_rw_held(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
+    size_t len, int touch_times)
+{
+	return len == 0 ? 0 : write_rw_locked(fs, ip, off, data, len, touch_times, 0);
 }
 
 /*

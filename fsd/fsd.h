@@ -55,6 +55,8 @@
  *                trees, value trees; freeing them on delete
  *   acl.c        POSIX ACLs kept in xattrs: the kernel's form, the mode,
  *                inheritance, chmod
+ *   dio.c        appending O_DIRECT writes: a record in the orphan dir
+ *                while clusters past i_size wait for their data (append-dio)
  *   ops.c        the FUSE lowlevel table and connection setup
  *   ops_inode.c  FUSE handlers on inodes: lookup, forget, attributes, statfs
  *   ops_namei.c  FUSE handlers on names: create, mkdir, link, unlink, rename
@@ -267,6 +269,7 @@ struct fsd {
 	int		 acl;			/* POSIX ACLs served and enforced (acl.c) */
 	unsigned	 xattr_inline_size;	/* s_xattr_inline_size: a new inline area */
 	uint32_t	 xattr_uuid_hash;	/* s_uuid_hash: seeds name hashes */
+	int		 append_dio;		/* O_DIRECT appends keep a dio record */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
 	uint64_t	 first_cluster_group;
@@ -912,6 +915,22 @@ int	 file_setsize(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize);
 /* The same inside a handle, inode locked EX (slow symlinks use it). */
 int	 file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off,
 	    const void *data, size_t len);
+/* file_write by a caller that holds the inode's RW lock already (dio.c). */
+int	 file_write_rw_held(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
+	    size_t len, int touch_times);
+/*
+ * Inside a handle, inode locked EX and accessed: clusters for the bytes
+ * [off, off+len) (an inline file gets an extent list first) and zeros on
+ * disk between the size and off. The size stays.
+ */
+int	 file_prepare_range(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, size_t len);
+/*
+ * The bytes of a write into clusters file_prepare_range gave the range,
+ * under the META lock; size is the file's size (partial blocks past it
+ * get zeros).
+ */
+int	 file_write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
+	    const void *data, size_t len);
 /*
  * fallocate(2) of [off, off+len) in a mode ops_file.c let through: mode 0
  * or KEEP_SIZE without the sparse feature, sparse_fallocate_modes() with it.
@@ -1065,9 +1084,42 @@ void	 orphan_unexpect(struct fsd *fs, uint64_t blkno);
  * was any to wait for.
  */
 int	 orphan_wait_deletes(struct fsd *fs, unsigned ms);
-/* Wipe every inode in slot's orphan dir that no node has open (mount,
- * unmount, recovery, orphan scan): how many, or -errno. */
-int	 orphan_recover(struct fsd *fs, int slot);
+/*
+ * Wipe every inode in slot's orphan dir that no node has open (mount,
+ * unmount, recovery, orphan scan): how many, or -errno. With dio set
+ * (nothing of the slot's owner runs any more), also end what appending
+ * O_DIRECT writes left there (dio_recover); without, leave those alone.
+ */
+int	 orphan_recover(struct fsd *fs, int slot, int dio);
+/*
+ * Append-dio records (doc/append-dio.md), inside a handle with the inode
+ * buffer ib locked EX: orphan_dio_add names it "dio-<blkno>" in our
+ * orphan dir and sets OCFS2_DIO_ORPHANED_FL and i_dio_orphaned_slot;
+ * orphan_dio_del takes the name out of slot's orphan dir and, if the
+ * flag points there, clears it.
+ */
+int	 orphan_dio_add(struct fsd_handle *h, struct fsd_buf *ib);
+int	 orphan_dio_del(struct fsd_handle *h, struct fsd_buf *ib, int slot);
+
+/* dio.c: appending O_DIRECT writes on append-dio volumes (doc/append-dio.md) */
+/*
+ * A write through an O_DIRECT open: one that extends the file goes
+ * through a dio record in our orphan dir, others as file_write.
+ */
+int	 dio_write(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+	    int touch_times);
+/*
+ * End what a dio record of slot for inode blkno stands for: clusters
+ * past i_size freed, the record and the flag gone. 1 when done, 0 if
+ * there was nothing (the record was stale), or -errno.
+ */
+int	 dio_recover(struct fsd *fs, int slot, uint64_t blkno);
+/*
+ * End the dio record an inode still carries (OCFS2_DIO_ORPHANED_FL), as
+ * above: before a new record, and before an unlinked inode is deleted,
+ * so that no record outlives its inode. 0 or -errno.
+ */
+int	 dio_end_leftover(struct fsd *fs, struct fsd_inode *ip);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fsd_ops;

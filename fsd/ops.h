@@ -64,6 +64,7 @@ void	fsd_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct
 	    int sleep);
 /* fi->fh of an open file */
 #define FH_APPEND	0x1
+#define FH_DIRECT	0x2	/* opened O_DIRECT: appends keep a dio record (dio.c) */
 /*
  * Open a regular file here (inode_open) and, with O_TRUNC in flags, cut
  * it to size 0 with a new mtime and ctime: with atomic_o_trunc the

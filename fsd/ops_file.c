@@ -67,7 +67,12 @@ fsd_open_writes(const struct fuse_file_info *fi)
 void
 fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi)
 {
-	fi->fh = (fi->flags & O_APPEND) ? FH_APPEND : 0;
+	/*
+	 * The kernel passes O_DIRECT in the open's flags and then sends such
+	 * a file's writes straight to us; one set later with fcntl(F_SETFL)
+	 * is not seen here, and its writes take the ordinary path.
+	 */
+	fi->fh = ((fi->flags & O_APPEND) ? FH_APPEND : 0) | ((fi->flags & O_DIRECT) ? FH_DIRECT : 0);
 	/*
 	 * Alone on the volume, the kernel's page cache stays right between
 	 * opens. In a cluster each open starts afresh (close-to-open), reads
@@ -174,6 +179,10 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 		rc = file_writepage(fs, ip, (uint64_t)off, buf, size);
 		if (rc == -ENOSPC && fsd_reclaim(fs))
 			rc = file_writepage(fs, ip, (uint64_t)off, buf, size);
+	} else if (fi->fh & FH_DIRECT) {
+		rc = dio_write(fs, ip, at, buf, size, !fs->writeback_active);
+		if (rc == -ENOSPC && fsd_reclaim(fs))
+			rc = dio_write(fs, ip, at, buf, size, !fs->writeback_active);
 	} else {
 		rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
 		if (rc == -ENOSPC && fsd_reclaim(fs))

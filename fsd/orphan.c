@@ -6,6 +6,11 @@
  * or an unmount left behind). Deleting it: its clusters go through the
  * truncate log, then the orphan entry, the inode and its allocator bit go
  * in one transaction.
+ *
+ * The same directory holds the records of appending O_DIRECT writes
+ * (dio.c, doc/append-dio.md): "dio-" and the block number, for inodes
+ * that keep their links. Those are never deleted here: only when the
+ * slot's owner no longer runs does dio_recover end them.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -86,6 +91,72 @@ out:
 	return rc;
 }
 
+/* as the kernel's OCFS2_DIO_ORPHAN_PREFIX (fs/ocfs2/namei.h) */
+#define DIO_PREFIX	"dio-"
+#define DIO_PREFIX_LEN	4
+#define DIO_NAME_LEN	(DIO_PREFIX_LEN + 16)
+
+static void
+dio_name(char *out, size_t outlen, uint64_t blkno)
+{
+	snprintf(out, outlen, DIO_PREFIX "%016" PRIx64, blkno);
+}
+
+int
+orphan_dio_add(struct fsd_handle *h, struct fsd_buf *ib)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct fsd_inode *op;
+	struct fsd_buf *ob;
+	char name[DIO_NAME_LEN + 1];
+	int rc;
+
+	dio_name(name, sizeof(name), ib->blkno);
+	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+		return rc;
+	if ((rc = journal_access(h, ib)) != 0 || (rc = journal_access(h, ob)) != 0)
+		goto out;
+	if ((rc = dir_add(h, ob, name, DIO_NAME_LEN, ib->blkno, ft_of(LE16(di->i_mode)))) != 0)
+		goto out;
+	di->i_flags = htole32(LE32(di->i_flags) | OCFS2_DIO_ORPHANED_FL);
+	di->i_dio_orphaned_slot = htole16((uint16_t)fs->slot);
+	journal_dirty(h, ib);
+	journal_dirty(h, ob);
+out:
+	orphan_dir_put(h, op, ob);
+	return rc;
+}
+
+int
+orphan_dio_del(struct fsd_handle *h, struct fsd_buf *ib, int slot)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct fsd_inode *op;
+	struct fsd_buf *ob;
+	char name[DIO_NAME_LEN + 1];
+	int rc;
+
+	dio_name(name, sizeof(name), ib->blkno);
+	if ((rc = orphan_dir_get(fs, slot, &op, &ob)) != 0)
+		return rc;
+	if ((rc = journal_access(h, ib)) != 0)
+		goto out;
+	/* a record another node's write already ended is simply gone */
+	if ((rc = dir_remove(h, ob, name, DIO_NAME_LEN)) != 0 && rc != -ENOENT)
+		goto out;
+	rc = 0;
+	if ((LE32(di->i_flags) & OCFS2_DIO_ORPHANED_FL) && LE16(di->i_dio_orphaned_slot) == slot) {
+		di->i_flags = htole32(LE32(di->i_flags) & ~OCFS2_DIO_ORPHANED_FL);
+		di->i_dio_orphaned_slot = 0;
+		journal_dirty(h, ib);
+	}
+out:
+	orphan_dir_put(h, op, ob);
+	return rc;
+}
+
 /*
  * Is the inode an orphan (unlinked, in a slot's orphan dir) that still
  * waits for its deletion? Read under META PR.
@@ -135,6 +206,9 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 	 * OPEN EX lock that every deleter holds.
 	 */
 	if ((rc = orphan_pending(fs, ip, &slot, &isdir)) <= 0)
+		goto out_unlock;
+	/* unlinked in the middle of an O_DIRECT append that never ended */
+	if ((rc = dio_end_leftover(fs, ip)) != 0)
 		goto out_unlock;
 	if ((rc = file_free_all(fs, ip)) != 0 || (rc = xattr_free_all(fs, ip)) != 0)
 		goto out_unlock;
@@ -257,8 +331,13 @@ orphan_wait_deletes(struct fsd *fs, unsigned ms)
 	return waited;
 }
 
+struct orphan_ent {
+	uint64_t	 ino;
+	int		 dio;		/* a "dio-" record, not an unlinked inode */
+};
+
 struct collect {
-	uint64_t	*ino;
+	struct orphan_ent *ent;
 	unsigned	 n, cap;
 };
 
@@ -272,19 +351,22 @@ orphan_collect(void *arg, const struct fsd_dirent *d)
 		return 0;
 	if (c->n == c->cap) {
 		c->cap = c->cap ? 2 * c->cap : 16;
-		c->ino = xrealloc(c->ino, c->cap * sizeof(*c->ino));
+		c->ent = xrealloc(c->ent, c->cap * sizeof(*c->ent));
 	}
-	c->ino[c->n++] = d->ino;
+	c->ent[c->n].ino = d->ino;
+	c->ent[c->n].dio = d->name_len == DIO_NAME_LEN &&
+	    memcmp(d->name, DIO_PREFIX, DIO_PREFIX_LEN) == 0;
+	c->n++;
 	return 0;
 }
 
 int
-orphan_recover(struct fsd *fs, int slot)
+orphan_recover(struct fsd *fs, int slot, int dio)
 {
 	struct collect c = { NULL, 0, 0 };
 	struct fsd_inode *op;
 	struct fsd_buf *ob;
-	unsigned i, deleted = 0;
+	unsigned i, deleted = 0, ended = 0;
 	int rc;
 
 	if ((rc = inode_get(fs, fs->slots[slot].orphan_dir, &op)) != 0)
@@ -294,11 +376,17 @@ orphan_recover(struct fsd *fs, int slot)
 		inode_unlock_block(fs, op, LKM_PR, ob);
 	}
 	inode_put(fs, op);
-	for (i = 0; rc >= 0 && i < c.n; i++)
-		if ((rc = orphan_wipe(fs, c.ino[i])) > 0)
+	for (i = 0; rc >= 0 && i < c.n; i++) {
+		if (!c.ent[i].dio && (rc = orphan_wipe(fs, c.ent[i].ino)) > 0)
 			deleted++;
+		/* the kernel's orphan scan leaves them too: their writer may run */
+		else if (c.ent[i].dio && dio && (rc = dio_recover(fs, slot, c.ent[i].ino)) > 0)
+			ended++;
+	}
 	if (deleted > 0)
 		log_info("orphan_dir:%04d: %u inodes deleted", slot, deleted);
-	free(c.ino);
+	if (ended > 0)
+		log_info("orphan_dir:%04d: %u appending O_DIRECT writes ended", slot, ended);
+	free(c.ent);
 	return rc < 0 ? rc : (int)deleted;
 }

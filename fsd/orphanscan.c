@@ -12,6 +12,12 @@
  * finds it changed since its own last look knows another node scanned
  * meanwhile, takes note and waits for the next interval; a node that
  * finds it unchanged scans and counts one up.
+ *
+ * The records of appending O_DIRECT writes (dio.c) are not the scan's:
+ * their writer may be running on a live node, between its allocation and
+ * its size update, and cutting the file back to its size then would free
+ * clusters it is about to fill. Only the recovery of their slot ends them,
+ * as the kernel's scan leaves them (ORPHAN_NO_NEED_TRUNCATE, fs/ocfs2/journal.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -70,7 +76,7 @@ orphan_scan(struct fsd_glue *g)
 		return;
 	}
 	for (slot = 0; slot < (int)fs->vol.max_slots; slot++) {
-		if ((rc = orphan_recover(fs, slot)) < 0) {
+		if ((rc = orphan_recover(fs, slot, 0)) < 0) {
 			log_warnx("orphan scan: orphan_dir:%04d: %s", slot, strerror(-rc));
 			continue;
 		}

@@ -60,7 +60,8 @@ static const struct feature_name {
 				 OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG | \
 				 OCFS2_FEATURE_INCOMPAT_INLINE_DATA | \
 				 OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS | \
-				 OCFS2_FEATURE_INCOMPAT_XATTR)
+				 OCFS2_FEATURE_INCOMPAT_XATTR | \
+				 OCFS2_FEATURE_INCOMPAT_APPEND_DIO)
 #define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
 
 static void
@@ -323,7 +324,7 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 	}
 	/* what a crash left in our local alloc, truncate log and orphan dir */
 	if ((rc = la_release(fs)) != 0 || (rc = tl_flush(fs)) != 0 ||
-	    (rc = orphan_recover(fs, fs->slot)) < 0 ||
+	    (rc = orphan_recover(fs, fs->slot, 1)) < 0 ||
 	    (rc = journal_commit(fs)) != 0) {
 		snprintf(err, errlen, "recovering slot %d: %s", fs->slot, strerror(-rc));
 		return -1;
@@ -437,6 +438,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	fs->unwritten = fs->sparse && (fs->vol.ro_compat & OCFS2_FEATURE_RO_COMPAT_UNWRITTEN) != 0;
 	fs->inline_data = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_INLINE_DATA) != 0;
 	xattr_mount(fs, sb);
+	fs->append_dio = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_APPEND_DIO) != 0;
 	fs->first_cluster_group = LE64(sb->s_first_cluster_group);
 	memcpy(fs->uuid, sb->s_uuid, sizeof(fs->uuid));
 	fs->bbits = LE32(sb->s_blocksize_bits);
@@ -558,7 +560,7 @@ super_unmount(struct fsd *fs)
 		 * home, empty the log, clear DIRTY_FL, then free the slot.
 		 * A failure leaves the journal dirty for the next mount.
 		 */
-		if ((rc = orphan_recover(fs, fs->slot)) < 0)
+		if ((rc = orphan_recover(fs, fs->slot, 1)) < 0)
 			log_warnx("unmount: orphans: %s", strerror(-rc));
 		if ((rc = la_release(fs)) != 0 || (rc = tl_flush(fs)) != 0 ||
 		    (rc = journal_shutdown(fs)) != 0)

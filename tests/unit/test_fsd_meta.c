@@ -88,6 +88,11 @@ Test(fsd_meta, features)
 	    OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG, 0, 0, err, sizeof(err)), 0);
 	/* extended attributes */
 	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_XATTR, 0, 0, err, sizeof(err)), 0);
+	/* append-dio, with the other allocation features */
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_APPEND_DIO |
+	    OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC | OCFS2_FEATURE_INCOMPAT_INLINE_DATA |
+	    OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG, OCFS2_FEATURE_RO_COMPAT_UNWRITTEN, 0, err,
+	    sizeof(err)), 0);
 	/* default level: refcount is the lowest bit fsd lacks */
 	cr_assert_eq(super_check_features(3, 0xB750, 1, 1, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "\"refcount\"") != NULL, "%s", err);
