@@ -138,7 +138,7 @@ dio_plan(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off, size_t len
 	if (!S_ISREG(LE16(di->i_mode)) || end <= size || inline_has(di))
 		return DIO_PLAIN;
 	if (fs->inline_data && size == 0 && LE32(di->i_clusters) == 0 &&
-	    end <= inline_capacity(fs))
+	    end <= inline_capacity(fs, di))
 		return DIO_PLAIN;
 	return DIO_APPEND;
 }
