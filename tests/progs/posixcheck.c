@@ -2174,17 +2174,22 @@ times_ftruncate(void)
 }
 
 static int
-times_truncate_same_size(void)
+truncate_same_size(void)
 {
-	/* truncate(2) to the current size: Linux moves both times anyway */
-	struct stat a, b;
+	/*
+	 * POSIX asks for new times only when the size changes (Linux file
+	 * systems differ here), so only the content and size are checked.
+	 */
+	char b[8];
+	int fd;
 
 	OK(mkfile("f", "abc"));
-	OK(age("f"));
-	OK(stat("f", &a));
 	OK(truncate("f", 3));
-	OK(stat("f", &b));
-	TIMES(a, b, true, true);
+	EQ(size_of("f"), 3);
+	OK(fd = open("f", O_RDONLY));
+	EQ(read(fd, b, sizeof(b)), 3);
+	close(fd);
+	EXPECT(!memcmp(b, "abc", 3), "content changed");
 	return CK_OK;
 }
 
@@ -2606,11 +2611,18 @@ stat_blocks(void)
 	struct stat st;
 	int fd;
 
+	/* not zeros, which a filesystem may keep as a hole */
+	memset(b, 'b', sizeof(b));
 	OK(fd = open("f", O_RDWR | O_CREAT, 0644));
 	EQ(write(fd, b, sizeof(b)), sizeof(b));
 	OK(fsync(fd));
-	OK(fstat(fd, &st));
 	close(fd);
+	/*
+	 * stat(2) after the close: FUSE keeps the attributes it had at the
+	 * create until they time out or a close flushes, so an fstat before
+	 * it may still count no blocks (as on any FUSE passthrough).
+	 */
+	OK(stat("f", &st));
 	EXPECT(st.st_blocks >= 128, "64 KiB written, st_blocks %lld", (long long)st.st_blocks);
 	EXPECT(st.st_blksize > 0, "st_blksize %ld", (long)st.st_blksize);
 	return CK_OK;
@@ -2654,6 +2666,15 @@ fallocate_keep_size(void)
 	OK(fstat(fd, &st));
 	EQ(st.st_size, 3);
 	EQ(pread(fd, b, 4, 0), 3);
+	/*
+	 * The reservation past the size goes again: fsck.ocfs2 reports
+	 * clusters mapped past i_size even when they are unwritten
+	 * (doc/sparse-unwritten.md), and the volume must stay clean. The
+	 * fsync first: with a write-back cache the filesystem may not have
+	 * the 3 bytes yet, and a truncate from its size 0 to 3 grows.
+	 */
+	OK(fsync(fd));
+	OK(ftruncate(fd, 3));
 	close(fd);
 	return CK_OK;
 }
@@ -3395,8 +3416,15 @@ statfs_sane(void)
 	OK(fsync(fd));
 	close(fd);
 	OK(statvfs(".", &b));
-	EXPECT(b.f_bfree * b.f_frsize < a.f_bfree * a.f_frsize,
-	    "4 MiB written, free space did not shrink");
+	/*
+	 * Only "not more": OCFS2 counts a node's local allocation window
+	 * as used already (fs/ocfs2/super.c, ocfs2_statfs), so 4 MiB
+	 * taken from it leave the free count as it was.
+	 */
+	EXPECT(b.f_bfree * b.f_frsize <= a.f_bfree * a.f_frsize,
+	    "4 MiB written, free space grew");
+	EXPECT(b.f_files == 0 || b.f_ffree <= b.f_files, "f_ffree %lu > f_files %lu",
+	    b.f_ffree, b.f_files);
 	return CK_OK;
 }
 
@@ -4099,7 +4127,7 @@ static const struct check checks[] = {
 	C(utimens_set), C(utimens_now), C(utimens_omit), C(utimens_both_omit), C(utimens_null),
 	C(utimens_nofollow), C(utimens_old_and_future), C(futimens_basic), C(utimens_dir),
 	C(utimens_errors), C(times_write), C(times_write_dir_unchanged), C(times_read),
-	C(times_truncate), C(times_ftruncate), C(times_truncate_same_size), C(times_symlink_parent),
+	C(times_truncate), C(times_ftruncate), C(truncate_same_size), C(times_symlink_parent),
 	C(times_mknod_parent), C(times_nanoseconds_kept), C(times_readdir_no_mtime),
 	C(times_link_count_change_ctime), C(times_mmap_write),
 	C(truncate_up_zeros), C(truncate_down), C(truncate_down_up_zeros), C(truncate_big_sparse),
