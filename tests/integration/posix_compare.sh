@@ -93,5 +93,9 @@ for f in local cluster; do
 	[[ -f $D/$f.out ]] || continue
 	echo "  failing on fsd ($f):"
 	grep '^FAIL ' "$D/$f.out" | sed 's/^/    /'
+	echo "  refused by fsd ($f), passing on the passthrough:"
+	grep '^skip ' "$D/$f.out" | while read -r _ name why; do
+		grep -qx "ok ${name%:}" "$D/ovl.out" && echo "    ${name%:} $why"
+	done
 done
 finish
