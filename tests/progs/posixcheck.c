@@ -4283,6 +4283,43 @@ hole_in_middle_reads_zero(void)
 	return CK_OK;
 }
 
+static int
+symlink_max_target(void)
+{
+	/* the longest target: PATH_MAX - 1 bytes and its NUL */
+	static char t[PATH_MAX], b[PATH_MAX];
+
+	memset(t, 'm', PATH_MAX - 1);
+	t[PATH_MAX - 1] = 0;
+	OK(symlink(t, "l"));
+	EQ(readlink("l", b, sizeof(b)), PATH_MAX - 1);
+	EXPECT(!memcmp(b, t, PATH_MAX - 1), "target differs");
+	return CK_OK;
+}
+
+static int
+nobody_utimes_other(void *arg)
+{
+	(void)arg;
+	struct timespec now[2] = { { 0, UTIME_NOW }, { 0, UTIME_NOW } };
+	/* "now" needs write access (or ownership), other times ownership */
+	ERR(utimensat(AT_FDCWD, "ro", NULL, 0), EACCES);
+	ERR(utimensat(AT_FDCWD, "ro", now, 0), EACCES);
+	OK(utimensat(AT_FDCWD, "rw", now, 0));
+	return CK_OK;
+}
+
+static int
+perm_utimes_not_owner(void)
+{
+	OK(mkfile("ro", NULL));
+	OK(chmod("ro", 0644));
+	OK(mkfile("rw", NULL));
+	OK(chmod("rw", 0666));
+	OK(chmod(".", 0755));
+	return as_nobody(nobody_utimes_other, NULL);
+}
+
 /* ---- the table ---- */
 
 struct check {
@@ -4352,6 +4389,7 @@ static const struct check checks[] = {
 	C(pwrite_append), C(writev_readv), C(symlink_target_too_long), C(rmdir_dot_dotdot),
 	C(rename_exchange_across), C(perm_mknod_device), C(perm_chown_own_group),
 	C(perm_unlink_needs_dir_write), C(two_fds_see_writes), C(hole_in_middle_reads_zero),
+	C(symlink_max_target), C(perm_utimes_not_owner),
 };
 #define NCHECKS (sizeof(checks) / sizeof(checks[0]))
 
