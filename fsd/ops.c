@@ -25,12 +25,22 @@ fsd_init(void *userdata, struct fuse_conn_info *conn)
 	/* a cluster: every read() asks for attributes and drops stale pages */
 	if (fs->glue != NULL && (conn->capable & FUSE_CAP_AUTO_INVAL_DATA))
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
-	/* flock(2) across nodes; alone, the kernel's own flock is right */
+	/*
+	 * flock(2) across nodes; alone, the kernel's own flock is right.
+	 * libfuse asks for both kinds of lock whenever the operations are
+	 * in the table, and the kernel then hands every lock call to fsd
+	 * (ENOSYS from fsd_flock reaches the caller, it is no fallback):
+	 * without a cluster the request is taken back here.
+	 */
 	if (fs->glue != NULL && (conn->capable & FUSE_CAP_FLOCK_LOCKS))
 		conn->want |= FUSE_CAP_FLOCK_LOCKS;
+	else
+		conn->want &= ~FUSE_CAP_FLOCK_LOCKS;
 	/* fcntl locks likewise */
 	if (fs->plocks != NULL && (conn->capable & FUSE_CAP_POSIX_LOCKS))
 		conn->want |= FUSE_CAP_POSIX_LOCKS;
+	else
+		conn->want &= ~FUSE_CAP_POSIX_LOCKS;
 	/*
 	 * open(O_TRUNC) comes as an OPEN with O_TRUNC, which truncates
 	 * (fsd_open_inode). libfuse asks for this by default; fsd does not
