@@ -57,7 +57,7 @@ fusermount3 -u "$D/ovl/m"
 echo "-- (b) fsd on one node"
 IMG=$D/v.img
 check "mkfs" mkfs_img "$IMG" -M local --fs-feature-level=max-compat \
-    --fs-features=sparse,unwritten,inline-data -b 4096 -C 4096
+    --fs-features=sparse,unwritten,inline-data,xattr,indexed-dirs -b 4096 -C 4096
 run_check "fsd mounts" fsd_mount "$IMG" "$D/mnt"
 run_suite "$D/mnt" "$D/local.out"
 check "posixcheck gave every check a verdict on fsd" complete "$D/local.out"
@@ -68,7 +68,7 @@ check "fsck.ocfs2 finds the volume clean" fsck_clean "$IMG"
 echo "-- (c) fsd as node1 of a two-node cluster"
 CIMG=$D/shared.img
 check "mkfs (cluster)" mkfs_img "$CIMG" --cluster-stack=o2cb --cluster-name=lc -N 2 \
-    -J size=8M --fs-feature-level=max-compat --fs-features=sparse,unwritten,inline-data \
+    -J size=8M --fs-feature-level=max-compat --fs-features=sparse,unwritten,inline-data,xattr,indexed-dirs \
     -b 4096 -C 4096
 if lc up 2 --image "$CIMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null; then
 	pass "localcluster up 2"
