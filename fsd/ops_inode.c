@@ -61,11 +61,12 @@ lookup_name(struct fsd *fs, uint64_t dir, const char *name, uint64_t *ino)
 	struct fsd_buf *b;
 	int rc;
 
+	/* a directory another node removed has no names left, as Linux's dead ones */
 	if ((rc = inode_get(fs, dir, &dp)) != 0)
-		return rc;
+		return rc == -ESTALE ? -ENOENT : rc;
 	if ((rc = inode_lock_block(fs, dp, LKM_PR, &b)) != 0) {
 		inode_put(fs, dp);
-		return rc;
+		return rc == -ESTALE ? -ENOENT : rc;
 	}
 	if (!S_ISDIR(LE16(((const struct ocfs2_dinode *)b->data)->i_mode)))
 		rc = -ENOTDIR;
@@ -96,6 +97,8 @@ fsd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		if (rc == 0)
 			rc = fsd_make_entry(fs, ino, &e);
 	} while (rc == -ESTALE && ++tries < 3);
+	if (rc == -ESTALE)
+		rc = -ENOENT;	/* each time the name led to an inode deleted meanwhile */
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_entry(req, &e);

@@ -61,6 +61,18 @@ struct locked {
 	struct ocfs2_dinode	*di;
 };
 
+/*
+ * An inode another node deleted after the kernel found it (ESTALE from
+ * the block) is, for a change of names, what Linux calls a dead
+ * directory or an inode without links: ENOENT, as the kernel's
+ * vfs_mkdir, vfs_link and ocfs2_mknod's check of the parent's links say.
+ */
+static int
+gone_is_enoent(int rc)
+{
+	return rc == -ESTALE ? -ENOENT : rc;
+}
+
 static int
 lock_ino(struct fsd *fs, uint64_t blkno, struct locked *l)
 {
@@ -68,11 +80,11 @@ lock_ino(struct fsd *fs, uint64_t blkno, struct locked *l)
 
 	memset(l, 0, sizeof(*l));
 	if ((rc = inode_get(fs, blkno, &l->ip)) != 0)
-		return rc;
+		return gone_is_enoent(rc);
 	if ((rc = inode_lock_block(fs, l->ip, LKM_EX, &l->b)) != 0) {
 		inode_put(fs, l->ip);
 		l->ip = NULL;
-		return rc;
+		return gone_is_enoent(rc);
 	}
 	l->di = (struct ocfs2_dinode *)l->b->data;
 	return 0;
@@ -101,12 +113,6 @@ check_name(const char *name)
 	return 0;
 }
 
-/*
- * Make a new inode of mode under parent, named name: a directory gets
- * "." and "..", a symlink its target (fast in the inode, or slow in a
- * cluster). The entry for FUSE is filled on success. When the name
- * exists, -EEXIST, and *found (if asked for) is the inode it names.
- */
 /* What a new inode of *mode under parent takes from its default ACL (acl.c). */
 static int
 inherit_acls(struct fsd *fs, fuse_ino_t parent, unsigned *mode, unsigned umask,
@@ -116,12 +122,18 @@ inherit_acls(struct fsd *fs, fuse_ino_t parent, unsigned *mode, unsigned umask,
 	int rc;
 
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0)
-		return rc;
-	rc = acl_inherit(fs, dp, mode, umask, a);
+		return gone_is_enoent(rc);
+	rc = gone_is_enoent(acl_inherit(fs, dp, mode, umask, a));
 	inode_put(fs, dp);
 	return rc;
 }
 
+/*
+ * Make a new inode of mode under parent, named name: a directory gets
+ * "." and "..", a symlink its target (fast in the inode, or slow in a
+ * cluster). The entry for FUSE is filled on success. When the name
+ * exists, -EEXIST, and *found (if asked for) is the inode it names.
+ */
 static int
 do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mode, dev_t rdev,
     const char *target, struct fuse_entry_param *e, uint64_t *found)
@@ -517,8 +529,8 @@ lineage_of(struct fsd *fs, uint64_t dir, struct lineage *l)
 		if (dir == fs->root_blkno)
 			return 0;
 		if ((rc = inode_get(fs, dir, &ip)) != 0)
-			return rc;
-		if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0) {
+			return gone_is_enoent(rc);
+		if ((rc = gone_is_enoent(inode_lock_block(fs, ip, LKM_PR, &b))) == 0) {
 			dd.ino = 0;
 			rc = dir_iterate(fs, (const struct ocfs2_dinode *)b->data, 0, dotdot_cb, &dd);
 			inode_unlock_block(fs, ip, LKM_PR, b);
