@@ -317,6 +317,12 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	mkdir -p "$MNT/c"
 	names create "$MNT/c" $((round * 100000)) $((round * 100000 + 20000)) 1 2>/dev/null &
 	WL=$!
+	# some creates first (a loaded machine is slow to start them), then
+	# more than one commit interval, so that a kill finds some committed
+	for ((w = 0; w < 200; w++)); do
+		(($(ls "$MNT/c" 2>/dev/null | wc -l) >= 100)) && break
+		sleep 0.1
+	done
 	sleep "1.$((RANDOM % 5))"
 	kill -9 "$FSD_PID"
 	wait "$FSD_PID" 2>/dev/null
