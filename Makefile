@@ -219,8 +219,9 @@ bench: all $(BENCH_BINS)
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
 # then tests/integration/fault_daemons.sh with every kind of fault (but
 # those its OPEN_KINDS leave out) and more rounds (each about 10-20 s;
-# SOAK_FAULT_SEED repeats a schedule).
-# About 110 minutes; every run is made and the target fails if any did.
+# SOAK_FAULT_SEED repeats a schedule); then hbd_load.sh with
+# SOAK_HBD_LOAD_SECONDS of load.
+# About 115 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
@@ -232,6 +233,7 @@ SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
 SOAK_STRESS_OPS	 ?= 20000
 SOAK_FAULT_ROUNDS ?= 40
 SOAK_FAULT_SEED	 ?=
+SOAK_HBD_LOAD_SECONDS ?= 180
 
 soak: all
 	@rc=0; \
@@ -263,6 +265,9 @@ soak: all
 	echo "== fault_daemons: $(SOAK_FAULT_ROUNDS) rounds"; \
 	FAULT_ROUNDS=$(SOAK_FAULT_ROUNDS) $(if $(SOAK_FAULT_SEED),FAULT_SEED=$(SOAK_FAULT_SEED)) \
 	    OCFS2_BUILD=$(BUILD) bash tests/integration/fault_daemons.sh || rc=1; \
+	echo "== hbd_load: $(SOAK_HBD_LOAD_SECONDS) s of load"; \
+	HBD_LOAD_SECONDS=$(SOAK_HBD_LOAD_SECONDS) OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/hbd_load.sh || rc=1; \
 	exit $$rc
 
 # systemd units: ocfs2.target plus the service of each daemon that is built,

@@ -6,4 +6,4 @@
 # times. About 35 s, and 20 s for the build in make check.
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 exec "$TOP/tests/fuzz/run" --build "${OCFS2_FUZZ_BUILD:-${OCFS2_BUILD:-$TOP/build}/fuzz}" \
-    --seconds "${FUZZ_CI_SECONDS:-2}"
+    --seconds "${FUZZ_CI_SECONDS:-1}"

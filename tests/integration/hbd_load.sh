@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Under load: 4 nodes at a 200 ms interval and threshold 10 while
-# stress-ng saturates both CPUs and the disk for 60 s; no node may ever
+# stress-ng saturates both CPUs and the disk for 30 s (HBD_LOAD_SECONDS); no node may ever
 # be declared dead, and none may fence.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/hbd_lib.inc"
 
 N=4
-STRESS_S=${HBD_LOAD_SECONDS:-60}
+STRESS_S=${HBD_LOAD_SECONDS:-30}
 lc_setup
 DIR=$LOCALCLUSTER_DIR
 trap 'watch_stop_all; lc down >/dev/null 2>&1 || true' EXIT
