@@ -642,7 +642,7 @@ dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 		block_put(fs, *bp);
 		return rc;
 	}
-	if (dx_volume(fs)) {
+	if (dir_has_trailers(fs)) {
 		end = bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer);
 		dir_trailer_init(fs, *bp, LE64(di->i_blkno), end);
 	}
@@ -671,7 +671,8 @@ expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
 	unsigned bs = fs->vol.block_bytes, size = (unsigned)LE64(di->i_size), off = 0, rec, got;
-	unsigned end = dx_volume(fs) ? bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer) : bs;
+	unsigned end = dir_has_trailers(fs) ? bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer) :
+	    bs;
 	struct ocfs2_dir_entry *de;
 	struct fsd_buf *b;
 	uint32_t start;
@@ -699,7 +700,7 @@ expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
 		off += rec;
 	}
 	de->rec_len = htole16(end - off);
-	if (dx_volume(fs))
+	if (dir_has_trailers(fs))
 		dir_trailer_init(fs, b, dib->blkno, dir_block_max_hole(b->data, end));
 	journal_dirty(h, b);
 	memset(&di->id2, 0, bs - offsetof(struct ocfs2_dinode, id2));
@@ -804,14 +805,14 @@ dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent)
 	}
 	if ((rc = dir_extend_block(h, dib, &b)) != 0)
 		return rc;
-	if (dx_volume(fs))
+	if (dir_has_trailers(fs))
 		end -= (unsigned)sizeof(struct ocfs2_dir_block_trailer);
 	fill_initial(b->data, end, dib->blkno, parent);
-	if (dx_volume(fs)) {
-		/* indexed from the start, as ocfs2_fill_new_dir_dx */
+	if (dir_has_trailers(fs))
 		dir_trailer_init(fs, b, dib->blkno, dir_block_max_hole(b->data, end));
+	/* indexed from the start, as ocfs2_fill_new_dir_dx */
+	if (dx_volume(fs))
 		rc = dx_attach(h, dib, b);
-	}
 	journal_dirty(h, b);
 	block_put(fs, b);
 	return rc;
