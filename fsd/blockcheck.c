@@ -5,6 +5,7 @@
  * fs/ocfs2/blockcheck.c does; doc/metaecc.md has the rules.
  */
 #include <endian.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "crc32.h"
@@ -33,25 +34,66 @@ is_pow2(uint32_t x)
 	return x != 0 && (x & (x - 1)) == 0;
 }
 
+/*
+ * Eight data bits at consecutive code positions c .. c+7 (no parity
+ * position among them) add the xor of c + j over their set bits j. With
+ * c = 8q + r that is 8q or 8q + 8 (by whether j + r carries past 8, an
+ * odd number of times each) and the low three bits of r + j: per r and
+ * byte value, those three facts are a table.
+ */
+#define T_LOW		0x07	/* xor of (r + j) & 7 */
+#define T_NOCARRY	0x08	/* odd count of set bits with r + j < 8 */
+#define T_CARRY		0x10	/* odd count with r + j >= 8 */
+static uint8_t byte_tab[8][256];
+static pthread_once_t byte_tab_once = PTHREAD_ONCE_INIT;
+
+static void
+byte_tab_init(void)
+{
+	unsigned r, v, j;
+	uint8_t t;
+
+	for (r = 0; r < 8; r++)
+		for (v = 0; v < 256; v++) {
+			t = 0;
+			for (j = 0; j < 8; j++) {
+				if (!(v & (1u << j)))
+					continue;
+				t ^= (uint8_t)((r + j) & 7);
+				t ^= r + j < 8 ? T_NOCARRY : T_CARRY;
+			}
+			byte_tab[r][v] = t;
+		}
+}
+
 uint32_t
 blockcheck_hamming(const uint8_t *data, size_t len)
 {
-	uint32_t parity = 0, pos = 3, next_pow = 4;
+	uint32_t parity = 0, pos = 3, next_pow = 4, base;
 	size_t byte;
 	unsigned bit;
+	uint8_t v, t;
 
+	pthread_once(&byte_tab_once, byte_tab_init);
+	/* pos: the code position of the next data bit; next_pow: the next parity one */
 	for (byte = 0; byte < len; byte++) {
-		if (data[byte] == 0) {
-			/* eight data positions further, skipping the parity ones crossed */
+		v = data[byte];
+		if (pos + 7 < next_pow) {
+			if (v != 0) {
+				t = byte_tab[pos & 7][v];
+				base = pos & ~7u;
+				parity ^= (t & T_LOW) ^ (t & T_NOCARRY ? base : 0) ^
+				    (t & T_CARRY ? base + 8 : 0);
+			}
 			pos += 8;
-			while (pos >= next_pow) {
+			if (pos == next_pow) {
 				pos++;
 				next_pow <<= 1;
 			}
 			continue;
 		}
 		for (bit = 0; bit < 8; bit++) {
-			if (data[byte] & (1u << bit))
+			if (v & (1u << bit))
 				parity ^= pos;
 			pos++;
 			if (pos == next_pow) {
