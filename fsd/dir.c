@@ -7,9 +7,9 @@
  * cookie, so offsets stay valid while entries come and go, and across an
  * expansion, which keeps every entry at its offset.
  *
- * On a volume with indexed-dirs each block ends with a trailer, a record
- * that looks like an unused entry to older readers (doc/indexed-dirs.md):
- * new entries never go into it. Indexed directories find names through
+ * On a volume with indexed-dirs or metaecc each block ends with a trailer,
+ * a record that looks like an unused entry to older readers
+ * (doc/indexed-dirs.md, doc/metaecc.md): new entries never go into it. Indexed directories find names through
  * dxdir.c; the others through the in-memory index of dirindex.c.
  */
 #include <errno.h>
@@ -501,9 +501,10 @@ dir_retarget(struct fsd_handle *h, struct fsd_buf *dib, const char *name,
 
 /*
  * Where the entries of a block end: at its trailer when it has one. The
- * kernel keeps trailers only in indexed directories, but a block of
- * another directory may carry one (fsd lays it on every new block of an
- * indexed-dirs volume): new entries stay out of it all the same.
+ * kernel keeps trailers in indexed directories and on metaecc volumes,
+ * but a block of another directory may carry one (fsd lays it on every
+ * new block of an indexed-dirs volume): new entries stay out of it all
+ * the same.
  */
 static unsigned
 entries_end(const struct fsd *fs, const uint8_t *p)
