@@ -163,7 +163,7 @@ mkdir "${M[1]}/n"
 for i in $(seq 1 80); do echo "one $i" >"${M[1]}/n/from1-$i"; done
 setfattr -n user.a -v from-node1 "${M[1]}/n/from1-1"
 check_eq "node2 lists node1's directory" 80 "$(ls "${M[2]}/n" | wc -l)"
-check_eq "node2 reads node1's xattr" from-node1 "$(getfattr --only-values -n user.a "${M[2]}/n/from1-1")"
+check_eq "node2 reads node1's xattr" from-node1 "$(getfattr --absolute-names --only-values -n user.a "${M[2]}/n/from1-1")"
 for i in $(seq 1 80); do echo "two $i" >"${M[2]}/n/from2-$i"; done
 rm "${M[2]}"/n/from1-1?
 head -c 200000 /dev/urandom >"$D/blob"
