@@ -6,7 +6,8 @@
 # of each after a remount (every inode block read and verified), a
 # listing, then unlinking them all (sync -f). Each figure is the median of
 # RUNS runs, the runs alternating between the two volumes; the ratio is
-# metaecc / plain throughput (the floor is 0.9: at most 10% slower).
+# metaecc / plain throughput (the floor is 0.9: at most 10% slower), and
+# the CPU time each fsd spent over all the runs.
 #   bench/fsd_metaecc.sh [--files N] [--runs N] [--dir DIR]
 #   (defaults 5000, 3, /tmp)
 set -u
@@ -80,7 +81,16 @@ EOF
 }
 # After a remount (outside the timed subshell): fsd's cache is cold,
 # each inode comes from the disk.
-remount() { umount_vol "$1" && mount_vol "$1"; }
+remount() { cpu_add "$1" && umount_vol "$1" && mount_vol "$1"; }
+# The CPU time (ticks) fsd spent on each volume, less exposed to the
+# machine's other load than the wall-clock rates.
+declare -A CPU=([plain]=0 [ecc]=0)
+cpu_add() {
+	local f
+	read -ra f <"/proc/${PID[$1]}/stat" || return 1
+	# utime and stime: fields 14 and 15 (comm "fsd" has no spaces)
+	CPU[$1]=$((CPU[$1] + f[13] + f[14]))
+}
 stats() {
 	local t=$(now)
 	python3 - "$W/$1/d" "$FILES" <<'EOF'
@@ -113,13 +123,17 @@ median() {
 # The three workloads RUNS times, alternating volumes; one row each.
 declare -A T=()
 for i in $(seq "$RUNS"); do
-	for v in plain ecc; do
+	# which volume goes first alternates too
+	order="plain ecc"
+	((i % 2 == 0)) && order="ecc plain"
+	for v in $order; do
 		T[creates.$v]+="$(creates "$v") "
 		remount "$v" || exit 1
 		T[stats.$v]+="$(stats "$v") "
 		T[unlinks.$v]+="$(unlinks "$v") "
 	done
 done
+for v in plain ecc; do cpu_add "$v"; done
 echo "fsd: $FEATURES without and with metaecc on" \
     "$(df --output=fstype "$W" | tail -n 1) ($FILES files, median of $RUNS)"
 rc=0
@@ -130,4 +144,6 @@ for w in creates stats unlinks; do
 		printf "  %-8s plain %9.1f ops/s  metaecc %9.1f ops/s  metaecc/plain %.2f\n", n, f / p, f / e, p / e
 		exit (p / e < 0.9) }' || rc=1
 done
+awk -v p="${CPU[plain]}" -v e="${CPU[ecc]}" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+	printf "  fsd CPU over all runs: plain %.2f s  metaecc %.2f s  metaecc/plain %.2f\n", p / hz, e / hz, e / p }'
 exit $rc
