@@ -85,6 +85,19 @@ walk_area(const uint8_t *p, size_t len, uint64_t base, uint64_t pos,
 	return 0;
 }
 
+/*
+ * Blocks a (non-inline) directory spans: its size rounded up to whole
+ * blocks. mkfs.ocfs2 leaves lost+found one trailer short of a block on a
+ * volume with trailers (4032 bytes in 4K blocks); the kernel reads such a
+ * last block whole, and ocfs2_extend_dir puts the next block after it,
+ * adding a block's bytes to i_size.
+ */
+static uint64_t
+dir_blocks(const struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	return (LE64(di->i_size) + fs->vol.block_bytes - 1) >> fs->bbits;
+}
+
 int
 dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
     dir_iter_fn fn, void *arg)
@@ -99,13 +112,7 @@ dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
 
 	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL)
 		return walk_area(di->id2.i_data.id_data, size, 0, pos, fn, arg);
-	if (size % bs != 0) {
-		snprintf(why, sizeof(why), "directory size %llu is not whole blocks",
-		    (unsigned long long)size);
-		fsd_corrupt(fs, blkno, why);
-		return -EIO;
-	}
-	nblocks = size / bs;
+	nblocks = dir_blocks(fs, di);
 	for (lblk = pos / bs; lblk < nblocks; lblk++) {
 		if (lblk >= ex_start + ex.nblocks || ex.nblocks == 0) {
 			if ((r = extent_map(fs, blkno, &di->id2.i_list, lblk, &ex)) != 0)
@@ -292,7 +299,7 @@ static int
 for_each_block(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from,
     int (*fn)(void *, struct fsd_buf *, uint64_t), void *arg, struct fsd_buf **bp)
 {
-	uint64_t nblocks = LE64(di->i_size) >> fs->bbits, lblk, ex_start = 0;
+	uint64_t nblocks = dir_blocks(fs, di), lblk, ex_start = 0;
 	struct fsd_extent ex = { 0, 0, 0 };
 	struct fsd_buf *b;
 	int r;
@@ -615,7 +622,7 @@ dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
-	uint64_t size = LE64(di->i_size), lblk = size >> fs->bbits;
+	uint64_t size = LE64(di->i_size), lblk = dir_blocks(fs, di);
 	unsigned bs = fs->vol.block_bytes, end = bs;
 	struct ocfs2_dir_entry *de;
 	struct fsd_extent ex;
@@ -625,7 +632,7 @@ dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 
 	if ((rc = journal_access(h, dib)) != 0)
 		return rc;
-	if (size >= ((uint64_t)LE32(di->i_clusters) << fs->cbits)) {
+	if ((lblk << fs->bbits) >= ((uint64_t)LE32(di->i_clusters) << fs->cbits)) {
 		rc = la_claim(h, 0, 1, 1, &start, &got);
 		if (rc == 0)
 			rc = extent_append(h, dib, LE32(di->i_clusters),
@@ -741,7 +748,7 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 	}
 	if (dx_indexed(di))
 		return dx_add(h, dib, name, len, ino, type);
-	nblocks = LE64(di->i_size) >> h->fs->bbits;
+	nblocks = dir_blocks(h->fs, di);
 	/* The last block first: directories mostly grow at the end. */
 	if (nblocks > 0)
 		r = for_each_block(h->fs, di, nblocks - 1, space_cb, &sa, &b);
@@ -750,7 +757,7 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 	if (r < 0)
 		return r;
 	if (r == 0) {
-		sa.lblk = LE64(di->i_size) >> h->fs->bbits;
+		sa.lblk = dir_blocks(h->fs, di);
 		if ((r = dir_extend_block(h, dib, &b)) != 0)
 			return r;
 		sa.off = 0;

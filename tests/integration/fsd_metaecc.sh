@@ -10,7 +10,9 @@
 # Then on the unmounted image, one bit flipped in an inode, an extent
 # block and a directory block: reads succeed, each correction logged with
 # its block; two bits flipped in each: EIO for that object only, fsd up,
-# the rest readable. Two nodes write and read each other's work.
+# the rest readable. A volume with metaecc alone: new directory blocks
+# get trailers, and lost+found, which mkfs leaves a trailer short of a
+# block, is read and grown. Two nodes write and read each other's work.
 # fsck.ocfs2 -fn clean after each part.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
@@ -144,6 +146,27 @@ fusermount3 -u "$MNT"
 wait "$FSD_PID" 2>/dev/null
 for b in "$INO" "$EXT" "$DIRB"; do dd if="$D/save.$b" of="$IMG" bs=4096 seek="$b" conv=notrunc status=none; done
 check "fsck clean with the blocks restored" fsck_clean "$IMG"
+
+echo "-- metaecc alone: trailers on new directory blocks, lost+found as mkfs left it"
+IMG2=$D/alone.img
+check "mkfs --fs-features=metaecc" mkfs_img_size "$IMG2" 64M -M local \
+    --fs-feature-level=max-compat -b 4096 -C 4096 -J size=4M --fs-features=metaecc
+check_eq "mkfs leaves lost+found a trailer short of a block" 4032 \
+    "$(debugfs.ocfs2 -R 'stat /lost+found' "$IMG2" 2>/dev/null | sed -n 's/.*Size: \([0-9]*\).*/\1/p')"
+run_check "mount" fsd_mount "$IMG2" "$MNT"
+check_eq "lost+found lists" "" "$(ls "$MNT/lost+found" 2>&1)"
+for i in $(seq 1 120); do : >"$MNT/lost+found/a-name-of-some-length-$i"; done
+mkdir "$MNT/a"
+for i in $(seq 1 120); do : >"$MNT/a/a-name-of-some-length-$i"; done
+run_check "unmount" fsd_umount "$MNT"
+check_eq "lost+found grew by a block, as ocfs2_extend_dir grows it" 8128 \
+    "$(debugfs.ocfs2 -R 'stat /lost+found' "$IMG2" 2>/dev/null | sed -n 's/.*Size: \([0-9]*\).*/\1/p')"
+check "fsck clean" fsck_clean "$IMG2"
+run_check "remount" fsd_mount "$IMG2" "$MNT"
+check_eq "both directories list every entry" "120 120" \
+    "$(ls "$MNT/lost+found" | wc -l) $(ls "$MNT/a" | wc -l)"
+run_check "unmount" fsd_umount "$MNT"
+check "no check failed" bash -c "! grep -E 'metaecc|corrupt' '$MNT.log'"
 
 echo "-- two nodes"
 lc_setup
