@@ -190,6 +190,77 @@ fsd_corrupt(struct fsd *fs, uint64_t blkno, const char *why)
 	pthread_mutex_unlock(&fs->err_mtx);
 }
 
+/*
+ * Where each structure keeps its check (fs/ocfs2's ocfs2_validate_*
+ * functions name the same fields). A directory block's is in its trailer,
+ * which every directory block of a metaecc volume has
+ * (ocfs2_supports_dir_trailer). Slot map and journal blocks (BLK_RAW)
+ * have none; an xattr bucket's, spanning its blocks, is xattr.c's.
+ */
+struct ocfs2_block_check *
+block_check_of(struct fsd *fs, enum blk_type type, uint8_t *data)
+{
+	unsigned bs = fs->vol.block_bytes;
+
+	if (!fs->metaecc)
+		return NULL;
+	switch (type) {
+	case BLK_INODE:
+		return &((struct ocfs2_dinode *)data)->i_check;
+	case BLK_EXTENT:
+		return &((struct ocfs2_extent_block *)data)->h_check;
+	case BLK_GROUP:
+		return &((struct ocfs2_group_desc *)data)->bg_check;
+	case BLK_DIR:
+	case BLK_DXDIR:
+		return &((struct ocfs2_dir_block_trailer *)(data + bs -
+		    sizeof(struct ocfs2_dir_block_trailer)))->db_check;
+	case BLK_DX_ROOT:
+		return &((struct ocfs2_dx_root_block *)data)->dr_check;
+	case BLK_DX_LEAF:
+		return &((struct ocfs2_dx_leaf *)data)->dl_check;
+	case BLK_XATTR:
+		return &((struct ocfs2_xattr_block *)data)->xb_check;
+	case BLK_RAW:
+	case BLK_NTYPES:
+		break;
+	}
+	return NULL;
+}
+
+void
+block_set_check(struct fsd *fs, enum blk_type type, uint8_t *data)
+{
+	struct ocfs2_block_check *bc = block_check_of(fs, type, data);
+
+	if (bc != NULL)
+		blockcheck_compute(data, fs->vol.block_bytes, bc);
+}
+
+int
+block_verify_check(struct fsd *fs, enum blk_type type, uint64_t blkno, uint8_t *data,
+    char *why, size_t whylen)
+{
+	struct ocfs2_block_check *bc = block_check_of(fs, type, data);
+	int rc;
+
+	if (bc == NULL)
+		return 0;
+	rc = blockcheck_verify(data, fs->vol.block_bytes, bc);
+	if (rc == 1) {
+		log_warnx("%s: block %llu: metaecc corrected a single-bit error", fs->vol.path,
+		    (unsigned long long)blkno);
+		pthread_mutex_lock(&fs->err_mtx);
+		fs->ecc_fixed++;
+		pthread_mutex_unlock(&fs->err_mtx);
+	} else if (rc == -1) {
+		snprintf(why, whylen, "metaecc check fails (crc32e %#x, ecc %#x) and the "
+		    "error is not a single bit", le32toh(bc->bc_crc32e), le16toh(bc->bc_ecc));
+		return -1;
+	}
+	return 0;
+}
+
 /* Signature, self block number and fs generation, the kernel's first checks. */
 static int
 check_header(struct fsd *fs, uint64_t blkno, const char *sig, const uint8_t *at_sig,
@@ -581,7 +652,11 @@ block_read_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t ow
 		if (rc == 0) {
 			b->type = type;
 			b->owner = owner;
-			if (block_validate(fs, type, blkno, b->data, why, sizeof(why)) == 0)
+			/* the check first: the type's checks read what it may have repaired */
+			if (block_verify_check(fs, type, blkno, b->data, why, sizeof(why)) == -1) {
+				fsd_corrupt(fs, blkno, why);
+				b->state = BUF_BAD;
+			} else if (block_validate(fs, type, blkno, b->data, why, sizeof(why)) == 0)
 				b->state = BUF_VALID;
 			else if (type == BLK_INODE && fs->glue != NULL && inode_deleted(b->data))
 				rc = -ESTALE;	/* another node deleted it: not damage */

@@ -7,9 +7,9 @@
  * cookie, so offsets stay valid while entries come and go, and across an
  * expansion, which keeps every entry at its offset.
  *
- * On a volume with indexed-dirs each block ends with a trailer, a record
- * that looks like an unused entry to older readers (doc/indexed-dirs.md):
- * new entries never go into it. Indexed directories find names through
+ * On a volume with indexed-dirs or metaecc each block ends with a trailer,
+ * a record that looks like an unused entry to older readers
+ * (doc/indexed-dirs.md, doc/metaecc.md): new entries never go into it. Indexed directories find names through
  * dxdir.c; the others through the in-memory index of dirindex.c.
  */
 #include <errno.h>
@@ -85,6 +85,19 @@ walk_area(const uint8_t *p, size_t len, uint64_t base, uint64_t pos,
 	return 0;
 }
 
+/*
+ * Blocks a (non-inline) directory spans: its size rounded up to whole
+ * blocks. mkfs.ocfs2 leaves lost+found one trailer short of a block on a
+ * volume with trailers (4032 bytes in 4K blocks); the kernel reads such a
+ * last block whole, and ocfs2_extend_dir puts the next block after it,
+ * adding a block's bytes to i_size.
+ */
+static uint64_t
+dir_blocks(const struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	return (LE64(di->i_size) + fs->vol.block_bytes - 1) >> fs->bbits;
+}
+
 int
 dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
     dir_iter_fn fn, void *arg)
@@ -99,13 +112,7 @@ dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
 
 	if (LE16(di->i_dyn_features) & OCFS2_INLINE_DATA_FL)
 		return walk_area(di->id2.i_data.id_data, size, 0, pos, fn, arg);
-	if (size % bs != 0) {
-		snprintf(why, sizeof(why), "directory size %llu is not whole blocks",
-		    (unsigned long long)size);
-		fsd_corrupt(fs, blkno, why);
-		return -EIO;
-	}
-	nblocks = size / bs;
+	nblocks = dir_blocks(fs, di);
 	for (lblk = pos / bs; lblk < nblocks; lblk++) {
 		if (lblk >= ex_start + ex.nblocks || ex.nblocks == 0) {
 			if ((r = extent_map(fs, blkno, &di->id2.i_list, lblk, &ex)) != 0)
@@ -292,7 +299,7 @@ static int
 for_each_block(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from,
     int (*fn)(void *, struct fsd_buf *, uint64_t), void *arg, struct fsd_buf **bp)
 {
-	uint64_t nblocks = LE64(di->i_size) >> fs->bbits, lblk, ex_start = 0;
+	uint64_t nblocks = dir_blocks(fs, di), lblk, ex_start = 0;
 	struct fsd_extent ex = { 0, 0, 0 };
 	struct fsd_buf *b;
 	int r;
@@ -501,9 +508,10 @@ dir_retarget(struct fsd_handle *h, struct fsd_buf *dib, const char *name,
 
 /*
  * Where the entries of a block end: at its trailer when it has one. The
- * kernel keeps trailers only in indexed directories, but a block of
- * another directory may carry one (fsd lays it on every new block of an
- * indexed-dirs volume): new entries stay out of it all the same.
+ * kernel keeps trailers in indexed directories and on metaecc volumes,
+ * but a block of another directory may carry one (fsd lays it on every
+ * new block of an indexed-dirs volume): new entries stay out of it all
+ * the same.
  */
 static unsigned
 entries_end(const struct fsd *fs, const uint8_t *p)
@@ -614,7 +622,7 @@ dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
-	uint64_t size = LE64(di->i_size), lblk = size >> fs->bbits;
+	uint64_t size = LE64(di->i_size), lblk = dir_blocks(fs, di);
 	unsigned bs = fs->vol.block_bytes, end = bs;
 	struct ocfs2_dir_entry *de;
 	struct fsd_extent ex;
@@ -624,7 +632,7 @@ dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 
 	if ((rc = journal_access(h, dib)) != 0)
 		return rc;
-	if (size >= ((uint64_t)LE32(di->i_clusters) << fs->cbits)) {
+	if ((lblk << fs->bbits) >= ((uint64_t)LE32(di->i_clusters) << fs->cbits)) {
 		rc = la_claim(h, 0, 1, 1, &start, &got);
 		if (rc == 0)
 			rc = extent_append(h, dib, LE32(di->i_clusters),
@@ -642,7 +650,7 @@ dir_extend_block(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf **bp)
 		block_put(fs, *bp);
 		return rc;
 	}
-	if (dx_volume(fs)) {
+	if (dir_has_trailers(fs)) {
 		end = bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer);
 		dir_trailer_init(fs, *bp, LE64(di->i_blkno), end);
 	}
@@ -671,7 +679,8 @@ expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)dib->data;
 	unsigned bs = fs->vol.block_bytes, size = (unsigned)LE64(di->i_size), off = 0, rec, got;
-	unsigned end = dx_volume(fs) ? bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer) : bs;
+	unsigned end = dir_has_trailers(fs) ? bs - (unsigned)sizeof(struct ocfs2_dir_block_trailer) :
+	    bs;
 	struct ocfs2_dir_entry *de;
 	struct fsd_buf *b;
 	uint32_t start;
@@ -699,7 +708,7 @@ expand_inline(struct fsd_handle *h, struct fsd_buf *dib)
 		off += rec;
 	}
 	de->rec_len = htole16(end - off);
-	if (dx_volume(fs))
+	if (dir_has_trailers(fs))
 		dir_trailer_init(fs, b, dib->blkno, dir_block_max_hole(b->data, end));
 	journal_dirty(h, b);
 	memset(&di->id2, 0, bs - offsetof(struct ocfs2_dinode, id2));
@@ -739,7 +748,7 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 	}
 	if (dx_indexed(di))
 		return dx_add(h, dib, name, len, ino, type);
-	nblocks = LE64(di->i_size) >> h->fs->bbits;
+	nblocks = dir_blocks(h->fs, di);
 	/* The last block first: directories mostly grow at the end. */
 	if (nblocks > 0)
 		r = for_each_block(h->fs, di, nblocks - 1, space_cb, &sa, &b);
@@ -748,7 +757,7 @@ dir_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len,
 	if (r < 0)
 		return r;
 	if (r == 0) {
-		sa.lblk = LE64(di->i_size) >> h->fs->bbits;
+		sa.lblk = dir_blocks(h->fs, di);
 		if ((r = dir_extend_block(h, dib, &b)) != 0)
 			return r;
 		sa.off = 0;
@@ -804,14 +813,14 @@ dir_init(struct fsd_handle *h, struct fsd_buf *dib, uint64_t parent)
 	}
 	if ((rc = dir_extend_block(h, dib, &b)) != 0)
 		return rc;
-	if (dx_volume(fs))
+	if (dir_has_trailers(fs))
 		end -= (unsigned)sizeof(struct ocfs2_dir_block_trailer);
 	fill_initial(b->data, end, dib->blkno, parent);
-	if (dx_volume(fs)) {
-		/* indexed from the start, as ocfs2_fill_new_dir_dx */
+	if (dir_has_trailers(fs))
 		dir_trailer_init(fs, b, dib->blkno, dir_block_max_hole(b->data, end));
+	/* indexed from the start, as ocfs2_fill_new_dir_dx */
+	if (dx_volume(fs))
 		rc = dx_attach(h, dib, b);
-	}
 	journal_dirty(h, b);
 	block_put(fs, b);
 	return rc;

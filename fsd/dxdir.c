@@ -134,6 +134,17 @@ dx_volume(const struct fsd *fs)
 	return (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS) != 0;
 }
 
+/*
+ * Directory blocks end in a trailer with indexed-dirs or metaecc, whose
+ * check lives there (ocfs2_supports_dir_trailer, fs/ocfs2/dir.c).
+ */
+int
+dir_has_trailers(const struct fsd *fs)
+{
+	return (fs->vol.incompat & (OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS |
+	    OCFS2_FEATURE_INCOMPAT_META_ECC)) != 0;
+}
+
 int
 dx_indexed(const struct ocfs2_dinode *di)
 {

@@ -5,10 +5,14 @@
  *   fsd.h        this map; the volume, blocks, inodes and what each file exports
  *   glue.h       the cluster side: dlmd connection, recovery and stack state
  *   ops.h        what the FUSE handlers (ops*.c) share
+ *   blockcheck.c metaecc's codec: CRC32 and Hamming code of a block
+ *                (fs/ocfs2/blockcheck.c), a single flipped bit put back
  *   block.c      O_DIRECT block I/O and the metadata block cache; every
- *                metadata block is validated by type as it enters the cache,
- *                directory entries, extent lists and xattr headers by the
- *                checks dir.c, extent.c and xattr.c register at mount
+ *                metadata block is validated by type as it enters the cache
+ *                (its metaecc check first), directory entries, extent lists
+ *                and xattr headers by the checks dir.c, extent.c and xattr.c
+ *                register at mount; block_set_check, where every metadata
+ *                write sets the check of its type
  *   lease.c      registration with hbd as a disk writer: every transfer
  *                under the heartbeat lease
  *   lockres.c    lock resources named as ocfs2_lockid.h names them, their
@@ -270,6 +274,8 @@ struct fsd {
 	unsigned	 xattr_inline_size;	/* s_xattr_inline_size: a new inline area */
 	uint32_t	 xattr_uuid_hash;	/* s_uuid_hash: seeds name hashes */
 	int		 append_dio;		/* O_DIRECT appends keep a dio record */
+	int		 metaecc;		/* metadata blocks carry checks (doc/metaecc.md) */
+	unsigned long	 ecc_fixed;		/* single-bit errors corrected on read */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
 	uint64_t	 first_cluster_group;
@@ -352,6 +358,31 @@ int	 block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno,
 	    const uint8_t *data, char *why, size_t whylen);
 /* Record a corruption: logs "block N: why" and marks the mount in error. */
 void	 fsd_corrupt(struct fsd *fs, uint64_t blkno, const char *why);
+/*
+ * metaecc: where a block of that type keeps its check (NULL: the type
+ * has none, or the volume has no metaecc).
+ */
+struct ocfs2_block_check *block_check_of(struct fsd *fs, enum blk_type type, uint8_t *data);
+/* Set data's check for its type before it goes to the disk (journal or in place). */
+void	 block_set_check(struct fsd *fs, enum blk_type type, uint8_t *data);
+/*
+ * Verify a block just read from the disk: 0 (good, or one bit put back
+ * and logged), or -1 with why set.
+ */
+int	 block_verify_check(struct fsd *fs, enum blk_type type, uint64_t blkno, uint8_t *data,
+	    char *why, size_t whylen);
+
+/* blockcheck.c: len bytes (len * 8 < 2^16 data bits for the parity to fit 16 bits) */
+/* Code position of data bit i: positions from 1, the powers of two are parity. */
+uint32_t blockcheck_code_pos(uint32_t i);
+/* The Hamming parity of all of data's bits (ocfs2_hamming_encode_block). */
+uint32_t blockcheck_hamming(const uint8_t *data, size_t len);
+/* Flip the data bit syndrome names: 1 flipped, 0 nothing to do (or a parity bit), -1 out of range. */
+int	 blockcheck_hamming_fix(uint8_t *data, size_t len, uint32_t syndrome);
+/* Fill bc (inside data) for data: computed with bc zeroed. */
+void	 blockcheck_compute(uint8_t *data, size_t len, struct ocfs2_block_check *bc);
+/* 0 good, 1 one bit corrected in data, -1 beyond repair. bc is left as found. */
+int	 blockcheck_verify(uint8_t *data, size_t len, struct ocfs2_block_check *bc);
 
 /* plock.c: fcntl locks across the cluster's nodes (cluster mounts only) */
 int	 plock_start(struct fsd *fs, const char *rundir, char *err, size_t errlen);
@@ -699,6 +730,8 @@ struct dx_hash {
 void	 dx_name_hash(const uint32_t seed[4], const char *name, size_t len, struct dx_hash *hv);
 /* Does the volume index directories / is this directory indexed? */
 int	 dx_volume(const struct fsd *fs);
+/* New directory blocks get a trailer (indexed-dirs or metaecc). */
+int	 dir_has_trailers(const struct fsd *fs);
 int	 dx_indexed(const struct ocfs2_dinode *di);
 /* A block of directory di, checked as its kind of directory keeps them. */
 int	 dir_block_read(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pblk,

@@ -408,7 +408,8 @@ journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bump_re
 	if (bump_recovery)
 		di->id1.journal1.ij_recovery_generation =
 		    htole32(LE32(di->id1.journal1.ij_recovery_generation) + 1);
-	/* Like ocfs2_journal_toggle_dirty: in place, not through the log. */
+	/* Like ocfs2_journal_toggle_dirty: in place, not through the log, its check set. */
+	block_set_check(fs, BLK_INODE, b->data);
 	rc = block_io(fs, 1, journal_inode, 1, b->data);
 	if (rc == 0 && fdatasync(fs->vol.fd) == -1)
 		rc = -errno;
@@ -706,43 +707,52 @@ log_txn(struct fsd_journal *j, const struct jbd2_block *blist, unsigned n)
 static int
 commit_locked(struct fsd_journal *j)
 {
-	unsigned logsize = j->ji.maxlen - j->ji.first, i, n, keep;
+	unsigned logsize = j->ji.maxlen - j->ji.first, bs = j->ji.blocksize, i, n, k, keep;
 	struct jbd2_block *blist;
 	struct fsd_buf *b;
 	struct jundo *u;
+	uint8_t *copies;
 	int rc;
 
 	if (j->nrun == 0)
 		return 0;
 	blist = xcalloc(j->nrun, sizeof(*blist));
+	copies = xmalloc((size_t)j->nrun * bs);
 	for (i = n = 0; i < j->nrun; i++) {
 		b = j->run[i];
 		if ((u = undo_of(j->open, b)) != NULL && u->committed)
 			continue;
+		/*
+		 * What is logged carries its metaecc check, set here for
+		 * every writer: replay and the checkpoint write it home as is.
+		 */
 		blist[n].blkno = b->blkno;
-		blist[n++].data = u != NULL ? u->copy : b->data;
+		blist[n].data = copies + (size_t)n * bs;
+		memcpy(copies + (size_t)n * bs, u != NULL ? u->copy : b->data, bs);
+		block_set_check(j->fs, b->type, copies + (size_t)n * bs);
+		n++;
 	}
-	if (n == 0) {
-		free(blist);	/* nothing but the open handle's changes */
-		return 0;
-	}
-	rc = j->failed ? -EIO : log_txn(j, blist, n);
+	rc = n == 0 ? 0 : j->failed ? -EIO : log_txn(j, blist, n);
 	free(blist);
-	if (rc != 0)
+	if (n == 0 || rc != 0) {
+		free(copies);	/* n == 0: nothing but the open handle's changes */
 		return rc;
-	for (i = keep = 0; i < j->nrun; i++) {
+	}
+	/* the same blocks in the same order as logged */
+	for (i = keep = k = 0; i < j->nrun; i++) {
 		b = j->run[i];
 		if ((u = undo_of(j->open, b)) == NULL) {
-			cp_add(j, b, b->data);
+			cp_add(j, b, copies + (size_t)k++ * bs);
 			b->jrun = 0;
 			block_put(j->fs, b);
 		} else {
 			if (!u->committed)
-				cp_add(j, b, u->copy);
+				cp_add(j, b, copies + (size_t)k++ * bs);
 			u->committed = 1;
 			j->run[keep++] = b;
 		}
 	}
+	free(copies);
 	j->nrun = keep;
 	/* Keep half the log free for the next transactions. */
 	if (j->used > logsize / 2)

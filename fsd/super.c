@@ -49,7 +49,8 @@ static const struct feature_name {
  * clustered mkfs adds (extended-slotmap, clusterinfo), what a local
  * volume carries (local), sparse files with unwritten extents
  * (doc/sparse-unwritten.md), inline data (doc/inline-data.md) and
- * discontiguous suballocator groups (doc/discontig-bg.md). Other
+ * discontiguous suballocator groups (doc/discontig-bg.md), metadata
+ * checks (doc/metaecc.md). Other
  * default-level features are refused.
  */
 #define FSD_COMPAT_SUPP		(OCFS2_FEATURE_COMPAT_BACKUP_SB | OCFS2_FEATURE_COMPAT_JBD2_SB)
@@ -61,7 +62,8 @@ static const struct feature_name {
 				 OCFS2_FEATURE_INCOMPAT_INLINE_DATA | \
 				 OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS | \
 				 OCFS2_FEATURE_INCOMPAT_XATTR | \
-				 OCFS2_FEATURE_INCOMPAT_APPEND_DIO)
+				 OCFS2_FEATURE_INCOMPAT_APPEND_DIO | \
+				 OCFS2_FEATURE_INCOMPAT_META_ECC)
 #define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
 
 static void
@@ -424,6 +426,18 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	}
 	di = (struct ocfs2_dinode *)buf;
 	sb = &di->id2.i_super;
+	/* the superblock carries a check too (ocfs2_verify_volume, fs/ocfs2/super.c) */
+	fs->metaecc = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_META_ECC) != 0;
+	if (fs->metaecc) {
+		rc = blockcheck_verify(buf, fs->vol.block_bytes, &di->i_check);
+		if (rc == -1) {
+			snprintf(err, errlen, "%s: superblock: metaecc check fails", device);
+			free(buf);
+			goto fail;
+		}
+		if (rc == 1)
+			log_warnx("%s: superblock: metaecc corrected a single-bit error", device);
+	}
 	if (LE16(sb->s_major_rev_level) != OCFS2_MAJOR_REV_LEVEL ||
 	    LE16(sb->s_minor_rev_level) != OCFS2_MINOR_REV_LEVEL) {
 		snprintf(err, errlen, "%s: unsupported revision %u.%u", device,

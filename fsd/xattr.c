@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/xattr.h>
 
+#include "log.h"
+
 #include "fsd.h"
 
 /* fs/ocfs2/xattr.c: a value root with room for one extent record */
@@ -470,6 +472,83 @@ bucket_blocks(const struct fsd *fs)
 	return OCFS2_XATTR_BUCKET_SIZE / fs->vol.block_bytes;
 }
 
+/*
+ * metaecc: a bucket's check sits in its header and covers all of its
+ * blocks as one (fs/ocfs2/xattr.c, ocfs2_validate_xattr_bucket). A bit
+ * put back is put back in the cached block too, so a later change to
+ * the bucket does not write the flipped bit home.
+ */
+static int
+bucket_verify(struct fsd *fs, uint64_t owner, uint64_t blkno, uint8_t *bucket)
+{
+	struct ocfs2_xattr_header *xh = (struct ocfs2_xattr_header *)bucket;
+	unsigned i, bs = fs->vol.block_bytes;
+	struct fsd_buf *b;
+	int rc;
+
+	if (!fs->metaecc)
+		return 0;
+	rc = blockcheck_verify(bucket, OCFS2_XATTR_BUCKET_SIZE, &xh->xh_check);
+	if (rc == -1) {
+		fsd_corrupt(fs, blkno, "xattr bucket: metaecc check fails and the error is "
+		    "not a single bit");
+		return -EIO;
+	}
+	if (rc == 0)
+		return 0;
+	log_warnx("%s: xattr bucket at block %llu: metaecc corrected a single-bit error",
+	    fs->vol.path, (unsigned long long)blkno);
+	for (i = 0; i < bucket_blocks(fs); i++) {
+		if (block_read_owned(fs, blkno + i, BLK_RAW, owner, &b) != 0)
+			continue;
+		pthread_mutex_lock(&b->lock);
+		memcpy(b->data, bucket + (size_t)i * bs, bs);
+		pthread_mutex_unlock(&b->lock);
+		block_put(fs, b);
+	}
+	return 0;
+}
+
+/*
+ * metaecc: after a change in place to one block of the bucket at blkno,
+ * its check again, in the first block, which joins h.
+ */
+static int
+bucket_recheck(struct fsd_handle *h, uint64_t owner, uint64_t blkno)
+{
+	struct fsd *fs = h->fs;
+	unsigned i, bs = fs->vol.block_bytes;
+	struct fsd_buf *first = NULL, *b;
+	uint8_t *img;
+	int rc = 0;
+
+	if (!fs->metaecc)
+		return 0;
+	if ((img = malloc(OCFS2_XATTR_BUCKET_SIZE)) == NULL)
+		return -ENOMEM;
+	for (i = 0; rc == 0 && i < bucket_blocks(fs); i++) {
+		if ((rc = block_read_owned(fs, blkno + i, BLK_RAW, owner, &b)) != 0)
+			break;
+		memcpy(img + (size_t)i * bs, b->data, bs);
+		if (i == 0)
+			first = b;
+		else
+			block_put(fs, b);
+	}
+	if (rc == 0) {
+		struct ocfs2_xattr_header *xh = (struct ocfs2_xattr_header *)img;
+
+		blockcheck_compute(img, OCFS2_XATTR_BUCKET_SIZE, &xh->xh_check);
+		if ((rc = journal_access(h, first)) == 0) {
+			((struct ocfs2_xattr_header *)first->data)->xh_check = xh->xh_check;
+			journal_dirty(h, first);
+		}
+	}
+	block_put(fs, first);
+	free(img);
+	return rc;
+}
+
 /* The bucket at blkno, its blocks copied into out (OCFS2_XATTR_BUCKET_SIZE). */
 static int
 bucket_read(struct fsd *fs, uint64_t owner, uint64_t blkno, uint8_t *out)
@@ -489,6 +568,8 @@ bucket_read(struct fsd *fs, uint64_t owner, uint64_t blkno, uint8_t *out)
 		memcpy(out + (size_t)i * fs->vol.block_bytes, b->data, fs->vol.block_bytes);
 		block_put(fs, b);
 	}
+	if ((rc = bucket_verify(fs, owner, blkno, out)) != 0)
+		return rc;
 	if (xattr_header_check((const struct ocfs2_xattr_header *)out, OCFS2_XATTR_BUCKET_SIZE,
 	    fs->vol.block_bytes, why, sizeof(why)) != 0) {
 		fsd_corrupt(fs, blkno, why);
@@ -1152,6 +1233,12 @@ index_rebuild(struct fsd_handle *h, struct xchange *c, int index, const char *na
 	}
 	memset(buf, 0, (size_t)n << fs->cbits);
 	bucket_pack(fs, &a, buf);
+	for (i = 0; fs->metaecc && i < (n << fs->cbits) / OCFS2_XATTR_BUCKET_SIZE; i++) {
+		uint8_t *bk = buf + (size_t)i * OCFS2_XATTR_BUCKET_SIZE;
+
+		blockcheck_compute(bk, OCFS2_XATTR_BUCKET_SIZE,
+		    &((struct ocfs2_xattr_header *)bk)->xh_check);
+	}
 	/*
 	 * Written before the commit that points the block at them (new
 	 * clusters, as value_write_new's); what the cache held of these
@@ -1443,7 +1530,8 @@ free_step(struct fsd_handle *h, struct fsd_buf *ib)
 			    (rc = value_free(h, ib->blkno, bb->data +
 			    v.off % fs->vol.block_bytes)) == 0) {
 				journal_dirty(h, bb);
-				rc = 1;
+				rc = bucket_recheck(h, ib->blkno, v.blkno);
+				rc = rc == 0 ? 1 : rc;
 			}
 			block_put(fs, bb);
 			goto out;
