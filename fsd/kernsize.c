@@ -92,7 +92,7 @@ last_byte(struct fsd *fs, struct fsd_inode *ip, uint64_t *size, char *byte)
 }
 
 void
-kernsize_catch_up(struct fsd *fs, struct fsd_inode *ip, fuse_ino_t ino)
+kernsize_catch_up(struct fsd *fs, struct fsd_inode *ip, fuse_ino_t ino, uint64_t seen)
 {
 	struct fuse_session *se;
 	unsigned long downconverts, writes;
@@ -100,12 +100,13 @@ kernsize_catch_up(struct fsd *fs, struct fsd_inode *ip, fuse_ino_t ino)
 	char byte;
 	int rc;
 
+	if (fs->glue == NULL || fs->opts.threads < 2 ||
+	    seen <= __atomic_load_n(&ip->kernel_size, __ATOMIC_RELAXED))
+		return;
 	/*
 	 * A store waits for the page's lock, which a READ served by another
 	 * worker may hold: never let stores take every worker.
 	 */
-	if (fs->glue == NULL || fs->opts.threads < 2)
-		return;
 	if (__atomic_add_fetch(&fs->size_stores, 1, __ATOMIC_ACQUIRE) > fs->opts.threads / 2)
 		goto out;
 	downconverts = __atomic_load_n(&ip->meta->downconverts, __ATOMIC_ACQUIRE);

@@ -36,8 +36,12 @@ int	fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e);
 void	kernsize_set(struct fsd_inode *ip, uint64_t size);	/* it holds size */
 void	kernsize_reported(struct fsd_inode *ip, uint64_t size);	/* told it size */
 void	kernsize_wrote(struct fsd_inode *ip, uint64_t end);	/* a write(2) to end */
-/* Before a GETATTR answers: raise the kernel's size to the file's if it may be behind. */
-void	kernsize_catch_up(struct fsd *fs, struct fsd_inode *ip, fuse_ino_t ino);
+/*
+ * Before a GETATTR answers size seen: raise the kernel's size to the
+ * file's if it may be behind (nothing to do, and no lock taken, when seen
+ * is not beyond what the kernel holds).
+ */
+void	kernsize_catch_up(struct fsd *fs, struct fsd_inode *ip, fuse_ino_t ino, uint64_t seen);
 /* inode.c: the FUSE session while it lasts (NULL once gone), for notifications */
 struct fuse_session *inode_session_get(struct fsd *fs);
 void	inode_session_put(struct fsd *fs);

@@ -173,7 +173,7 @@ fsd_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	if ((rc = inode_stat(fs, ip, &st)) == 0 && S_ISREG(st.st_mode)) {
-		kernsize_catch_up(fs, ip, ino);
+		kernsize_catch_up(fs, ip, ino, (uint64_t)st.st_size);
 		kernsize_reported(ip, (uint64_t)st.st_size);
 	}
 	inode_put(fs, ip);
