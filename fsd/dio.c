@@ -143,6 +143,19 @@ dio_plan(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off, size_t len
 	return DIO_APPEND;
 }
 
+/* A handle of its own with the inode's block under META EX, which the handle keeps. */
+static int
+dio_handle_start(struct fsd *fs, struct fsd_inode *ip, struct fsd_handle *h, struct fsd_buf **ib)
+{
+	int rc;
+
+	if ((rc = journal_start(fs, h)) != 0)
+		return rc;
+	if ((rc = inode_lock_block(fs, ip, LKM_EX, ib)) != 0)
+		journal_stop(h, 1);
+	return rc;
+}
+
 /*
  * Handle 1: the record. Decides again under EX (the file may have
  * changed since the caller looked) and resolves an O_APPEND offset.
@@ -156,12 +169,8 @@ dio_record(struct fsd *fs, struct fsd_inode *ip, uint64_t *off, size_t len, enum
 	struct fsd_buf *ib;
 	int rc;
 
-	if ((rc = journal_start(fs, &h)) != 0)
+	if ((rc = dio_handle_start(fs, ip, &h, &ib)) != 0)
 		return rc;
-	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
-		journal_stop(&h, 1);
-		return rc;
-	}
 	di = (struct ocfs2_dinode *)ib->data;
 	if (*off == FILE_APPEND)
 		*off = LE64(di->i_size);
@@ -181,12 +190,8 @@ dio_allocate(struct fsd *fs, struct fsd_inode *ip, uint64_t off, size_t len)
 	struct fsd_buf *ib;
 	int rc;
 
-	if ((rc = journal_start(fs, &h)) != 0)
+	if ((rc = dio_handle_start(fs, ip, &h, &ib)) != 0)
 		return rc;
-	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
-		journal_stop(&h, 1);
-		return rc;
-	}
 	if ((rc = journal_access(&h, ib)) == 0 && (rc = file_prepare_range(&h, ib, off, len)) == 0)
 		journal_dirty(&h, ib);
 	inode_unlock_block_in(&h, ip, ib);
@@ -219,12 +224,8 @@ dio_complete(struct fsd *fs, struct fsd_inode *ip, uint64_t end, int touch_times
 	struct fsd_buf *ib;
 	int rc;
 
-	if ((rc = journal_start(fs, &h)) != 0)
+	if ((rc = dio_handle_start(fs, ip, &h, &ib)) != 0)
 		return rc;
-	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {
-		journal_stop(&h, 1);
-		return rc;
-	}
 	di = (struct ocfs2_dinode *)ib->data;
 	if ((rc = journal_access(&h, ib)) == 0 && (rc = orphan_dio_del(&h, ib, fs->slot)) == 0) {
 		if (end > LE64(di->i_size))
