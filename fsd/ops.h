@@ -32,6 +32,19 @@ void	fsd_statfs(fuse_req_t req, fuse_ino_t ino);
  */
 int	fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e);
 
+/*
+ * An inode another node deleted after the kernel found it (ESTALE from
+ * the block) is, for a change of names, what Linux calls a dead
+ * directory or an inode without links: ENOENT, as the kernel's
+ * vfs_mkdir, vfs_link and ocfs2_mknod's check of the parent's links say;
+ * a lookup in such a directory finds nothing either.
+ */
+static inline int
+gone_is_enoent(int rc)
+{
+	return rc == -ESTALE ? -ENOENT : rc;
+}
+
 /* kernsize.c: what the kernel may hold as a regular file's size */
 void	kernsize_set(struct fsd_inode *ip, uint64_t size);	/* it holds size */
 void	kernsize_reported(struct fsd_inode *ip, uint64_t size);	/* told it size */

@@ -61,12 +61,11 @@ lookup_name(struct fsd *fs, uint64_t dir, const char *name, uint64_t *ino)
 	struct fsd_buf *b;
 	int rc;
 
-	/* a directory another node removed has no names left, as Linux's dead ones */
 	if ((rc = inode_get(fs, dir, &dp)) != 0)
-		return rc == -ESTALE ? -ENOENT : rc;
+		return gone_is_enoent(rc);
 	if ((rc = inode_lock_block(fs, dp, LKM_PR, &b)) != 0) {
 		inode_put(fs, dp);
-		return rc == -ESTALE ? -ENOENT : rc;
+		return gone_is_enoent(rc);
 	}
 	if (!S_ISDIR(LE16(((const struct ocfs2_dinode *)b->data)->i_mode)))
 		rc = -ENOTDIR;

@@ -61,18 +61,6 @@ struct locked {
 	struct ocfs2_dinode	*di;
 };
 
-/*
- * An inode another node deleted after the kernel found it (ESTALE from
- * the block) is, for a change of names, what Linux calls a dead
- * directory or an inode without links: ENOENT, as the kernel's
- * vfs_mkdir, vfs_link and ocfs2_mknod's check of the parent's links say.
- */
-static int
-gone_is_enoent(int rc)
-{
-	return rc == -ESTALE ? -ENOENT : rc;
-}
-
 static int
 lock_ino(struct fsd *fs, uint64_t blkno, struct locked *l)
 {
