@@ -541,6 +541,7 @@ struct fsd_inode {
 	struct fsd_lockres *open_lock;	/* OPEN: PR while open here (cluster) */
 	struct fsd_lockres *rw;		/* RW: write serialisation (cluster) */
 	unsigned	 opens;		/* open files on this node */
+	int		 loading;	/* generation not read yet: finders wait */
 	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
 	struct dir_index *dindex;	/* directories: names -> positions */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
@@ -553,7 +554,7 @@ void	 itable_destroy(struct fsd *fs);
 /* The in-memory inode for blkno, pinned; reads and checks the block. */
 int	 inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ip);
 void	 inode_put(struct fsd *fs, struct fsd_inode *ip);
-/* The in-memory inode if there is one (pinned), without reading anything. */
+/* The in-memory inode if there is one (pinned), without reading or waiting for anything. */
 struct fsd_inode *inode_find(struct fsd *fs, uint64_t blkno);
 /*
  * An open file on this node: pins the inode and, with a cluster, holds
@@ -587,6 +588,13 @@ int	 inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fs
 /* The same with lockres_lock_flags()'s LKF_ flags. */
 int	 inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, unsigned lkf,
 	    struct fsd_buf **bp);
+/*
+ * The same for an inode the kernel names by number: -ESTALE when the
+ * block holds another inode than the one the kernel was told of (another
+ * node deleted it and made a new one there since), so that a request for
+ * the old inode never changes or shows the new one.
+ */
+int	 inode_lock_kernel(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp);
 /*
  * The block holds another inode than the one kept in memory: it was freed
  * and allocated again (maybe by another node) while the kernel still knew

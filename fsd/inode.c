@@ -26,6 +26,7 @@
 
 struct fsd_itable {
 	pthread_mutex_t	  mtx;
+	pthread_cond_t	  loaded;	/* an inode's loading ended */
 	pthread_rwlock_t  se_lock;	/* fs->se while a notification uses it */
 	struct fsd_inode *hash[ITABLE_HASH];
 	unsigned	  count;
@@ -36,6 +37,7 @@ itable_init(struct fsd *fs)
 {
 	fs->itable = xcalloc(1, sizeof(*fs->itable));
 	pthread_mutex_init(&fs->itable->mtx, NULL);
+	pthread_cond_init(&fs->itable->loaded, NULL);
 	pthread_rwlock_init(&fs->itable->se_lock, NULL);
 	return 0;
 }
@@ -57,6 +59,7 @@ itable_destroy(struct fsd *fs)
 		}
 	}
 	pthread_mutex_destroy(&fs->itable->mtx);
+	pthread_cond_destroy(&fs->itable->loaded);
 	pthread_rwlock_destroy(&fs->itable->se_lock);
 	free(fs->itable);
 	fs->itable = NULL;
@@ -124,9 +127,53 @@ is_system_inode(struct fsd *fs, uint64_t blkno)
 	return 0;
 }
 
-/* Find or add the in-memory inode, pinned; *created when it is new. */
+/*
+ * A new in-memory inode whose generation its creator reads first: until
+ * then (loaded) nobody else may use it, as every request from the kernel
+ * compares that generation with the block's. The table's mutex held.
+ */
+static void
+itable_wait_loaded(struct fsd_itable *t, struct fsd_inode *ip)
+{
+	while (ip->loading)
+		pthread_cond_wait(&t->loaded, &t->mtx);
+}
+
+static void
+itable_loaded(struct fsd *fs, struct fsd_inode *ip, uint32_t generation)
+{
+	pthread_mutex_lock(&fs->itable->mtx);
+	ip->generation = generation;
+	ip->loading = 0;
+	pthread_cond_broadcast(&fs->itable->loaded);
+	pthread_mutex_unlock(&fs->itable->mtx);
+}
+
+/* The in-memory inode, pinned, if there is one; loaded first if wait. */
 static struct fsd_inode *
-itable_add(struct fsd *fs, uint64_t blkno, uint32_t gen, uint32_t lockgen, int *created)
+itable_find(struct fsd *fs, uint64_t blkno, int wait)
+{
+	struct fsd_inode *ip;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	for (ip = fs->itable->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext)
+		if (ip->blkno == blkno) {
+			ip->pins++;
+			if (wait)
+				itable_wait_loaded(fs->itable, ip);
+			break;
+		}
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return ip;
+}
+
+/*
+ * Find or add the in-memory inode, pinned; *created when it is new, and
+ * then loading until itable_loaded if so asked.
+ */
+static struct fsd_inode *
+itable_add(struct fsd *fs, uint64_t blkno, uint32_t gen, uint32_t lockgen, int loading,
+    int *created)
 {
 	struct fsd_itable *t = fs->itable;
 	struct fsd_inode *ip;
@@ -140,6 +187,7 @@ itable_add(struct fsd *fs, uint64_t blkno, uint32_t gen, uint32_t lockgen, int *
 		ip = xcalloc(1, sizeof(*ip));
 		ip->blkno = blkno;
 		ip->generation = gen;
+		ip->loading = loading;
 		ip->meta = lockres_get(fs, FSD_LOCK_META, blkno, lockgen, blkno);
 		pthread_mutex_init(&ip->dmtx, NULL);
 		ip->hnext = t->hash[ihash(blkno)];
@@ -148,6 +196,8 @@ itable_add(struct fsd *fs, uint64_t blkno, uint32_t gen, uint32_t lockgen, int *
 		*created = 1;
 	}
 	ip->pins++;
+	if (!*created)
+		itable_wait_loaded(t, ip);
 	pthread_mutex_unlock(&t->mtx);
 	return ip;
 }
@@ -161,7 +211,7 @@ inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
 	int rc, created;
 
 	*ipp = NULL;
-	if ((ip = inode_find(fs, blkno)) != NULL) {
+	if ((ip = itable_find(fs, blkno, 1)) != NULL) {
 		*ipp = ip;
 		return 0;
 	}
@@ -171,7 +221,7 @@ inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
 			return rc;
 		gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
 		block_put(fs, b);
-		*ipp = itable_add(fs, blkno, gen, gen, &created);
+		*ipp = itable_add(fs, blkno, gen, gen, 0, &created);
 		return 0;
 	}
 	/*
@@ -179,17 +229,19 @@ inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
 	 * read the block once, to refuse garbage before FUSE sees an inode
 	 * number (and, in a cluster, to read what its last writer left).
 	 */
-	ip = itable_add(fs, blkno, 0, 0, &created);
+	ip = itable_add(fs, blkno, 0, 0, 1, &created);
 	if (!created) {
 		*ipp = ip;
 		return 0;
 	}
 	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) != 0) {
+		itable_loaded(fs, ip, 0);
 		inode_put(fs, ip);
 		return rc;
 	}
-	ip->generation = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
+	gen = LE32(((const struct ocfs2_dinode *)b->data)->i_generation);
 	inode_unlock_block(fs, ip, LKM_PR, b);
+	itable_loaded(fs, ip, gen);
 	*ipp = ip;
 	return 0;
 }
@@ -197,16 +249,7 @@ inode_get(struct fsd *fs, uint64_t blkno, struct fsd_inode **ipp)
 struct fsd_inode *
 inode_find(struct fsd *fs, uint64_t blkno)
 {
-	struct fsd_inode *ip;
-
-	pthread_mutex_lock(&fs->itable->mtx);
-	for (ip = fs->itable->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext)
-		if (ip->blkno == blkno) {
-			ip->pins++;
-			break;
-		}
-	pthread_mutex_unlock(&fs->itable->mtx);
-	return ip;
+	return itable_find(fs, blkno, 0);
 }
 
 void
@@ -306,7 +349,7 @@ inode_open(struct fsd *fs, struct fsd_inode *ip)
 	 * refuses an inode wiped meanwhile.
 	 */
 	if ((rc = lockres_lock(fs, ip->open_lock, LKM_PR)) == 0) {
-		if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0)
+		if ((rc = inode_lock_kernel(fs, ip, LKM_PR, &b)) == 0)
 			inode_unlock_block(fs, ip, LKM_PR, b);
 		else
 			lockres_unlock(fs, ip->open_lock, LKM_PR);
@@ -392,6 +435,28 @@ inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf
 	return inode_lock_block_flags(fs, ip, level, 0, bp);
 }
 
+/*
+ * FUSE names an inode by its block number alone, and this node holds no
+ * lock for an inode the kernel merely knows (the kernel's OCFS2 keeps the
+ * OPEN lock of every in-core inode; fsd only of open ones), so another
+ * node may delete it and allocate the block again meanwhile. The
+ * generation tells the two apart: ip->generation is the one the kernel
+ * was last told (fsd_make_entry).
+ */
+int
+inode_lock_kernel(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp)
+{
+	int rc;
+
+	if ((rc = inode_lock_block(fs, ip, level, bp)) != 0)
+		return rc;
+	if (LE32(((const struct ocfs2_dinode *)(*bp)->data)->i_generation) != ip->generation) {
+		inode_unlock_block(fs, ip, level, *bp);
+		return -ESTALE;
+	}
+	return 0;
+}
+
 int
 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st)
 {
@@ -402,7 +467,11 @@ inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st)
 		return rc;
 	if (meta_lvb_stat(fs, ip->meta, ip->generation, st) != 0 &&
 	    (rc = block_read(fs, ip->blkno, BLK_INODE, &b)) == 0) {
-		inode_to_stat(fs, (const struct ocfs2_dinode *)b->data, st);
+		/* as inode_lock_kernel: the kernel asks for the inode it knows */
+		if (LE32(((const struct ocfs2_dinode *)b->data)->i_generation) != ip->generation)
+			rc = -ESTALE;
+		else
+			inode_to_stat(fs, (const struct ocfs2_dinode *)b->data, st);
 		block_put(fs, b);
 	}
 	lockres_unlock(fs, ip->meta, LKM_PR);

@@ -23,7 +23,7 @@ fsd_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) != 0) {
+	if ((rc = inode_lock_kernel(fs, ip, LKM_PR, &b)) != 0) {
 		inode_put(fs, ip);
 		return (void)fuse_reply_err(req, -rc);
 	}

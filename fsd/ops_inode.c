@@ -63,7 +63,7 @@ lookup_name(struct fsd *fs, uint64_t dir, const char *name, uint64_t *ino)
 
 	if ((rc = inode_get(fs, dir, &dp)) != 0)
 		return gone_is_enoent(rc);
-	if ((rc = inode_lock_block(fs, dp, LKM_PR, &b)) != 0) {
+	if ((rc = inode_lock_kernel(fs, dp, LKM_PR, &b)) != 0) {
 		inode_put(fs, dp);
 		return gone_is_enoent(rc);
 	}
@@ -145,7 +145,7 @@ with_inode(struct fsd *fs, fuse_ino_t ino, int (*fn)(struct fsd *, const struct 
 
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return rc;
-	if ((rc = inode_lock_block(fs, ip, LKM_PR, &b)) == 0) {
+	if ((rc = inode_lock_kernel(fs, ip, LKM_PR, &b)) == 0) {
 		rc = fn(fs, (const struct ocfs2_dinode *)b->data, arg);
 		inode_unlock_block(fs, ip, LKM_PR, b);
 	}
@@ -336,7 +336,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	}
 	if ((rc = journal_start(fs, &h)) != 0)
 		goto out;
-	if ((rc = inode_lock_block(fs, ip, LKM_EX, &b)) != 0) {
+	if ((rc = inode_lock_kernel(fs, ip, LKM_EX, &b)) != 0) {
 		journal_stop(&h, 1);
 		goto out;
 	}

@@ -61,15 +61,20 @@ struct locked {
 	struct ocfs2_dinode	*di;
 };
 
+/*
+ * Lock an inode EX: one the kernel named by number (kernels: a parent, a
+ * link's target), which must still be the inode it knows, or one a name
+ * leads to now. Either gone is ENOENT (see gone_is_enoent).
+ */
 static int
-lock_ino(struct fsd *fs, uint64_t blkno, struct locked *l)
+lock_ino(struct fsd *fs, uint64_t blkno, int kernels, struct locked *l)
 {
 	int rc;
 
 	memset(l, 0, sizeof(*l));
 	if ((rc = inode_get(fs, blkno, &l->ip)) != 0)
 		return gone_is_enoent(rc);
-	if ((rc = inode_lock_block(fs, l->ip, LKM_EX, &l->b)) != 0) {
+	if ((rc = (kernels ? inode_lock_kernel : inode_lock_block)(fs, l->ip, LKM_EX, &l->b)) != 0) {
 		inode_put(fs, l->ip);
 		l->ip = NULL;
 		return gone_is_enoent(rc);
@@ -146,7 +151,7 @@ do_create_once(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mod
 		acl_inherit_free(&inh);
 		return rc;
 	}
-	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0) {
+	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), 1, &dp)) != 0) {
 		journal_stop(&h, 1);
 		acl_inherit_free(&inh);
 		return rc;
@@ -346,7 +351,7 @@ fsd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newna
 		return (void)fuse_reply_err(req, -rc);
 	if ((rc = journal_start(fs, &h)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, newparent), &dp)) != 0)
+	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, newparent), 1, &dp)) != 0)
 		goto stop;
 	if (!S_ISDIR(LE16(dp.di->i_mode))) {
 		rc = -ENOTDIR;
@@ -356,7 +361,7 @@ fsd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newna
 		rc = rc == 0 ? -EEXIST : rc;
 		goto out;
 	}
-	if ((rc = lock_ino(fs, blkno, &ip)) != 0)
+	if ((rc = lock_ino(fs, blkno, 1, &ip)) != 0)
 		goto out;
 	if (S_ISDIR(LE16(ip.di->i_mode)))
 		rc = -EPERM;
@@ -431,11 +436,11 @@ do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, int rmdir)
 		return (void)fuse_reply_err(req, -rc);
 	if ((rc = journal_start(fs, &h)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), &dp)) != 0)
+	if ((rc = lock_ino(fs, fsd_ino_to_blkno(fs, parent), 1, &dp)) != 0)
 		goto stop;
 	if ((rc = dir_lookup(fs, dp.di, name, strlen(name), &ino)) != 0)
 		goto out;
-	if ((rc = lock_ino(fs, ino, &ip)) != 0)
+	if ((rc = lock_ino(fs, ino, 0, &ip)) != 0)
 		goto out;
 	isdir = S_ISDIR(LE16(ip.di->i_mode));
 	if (rmdir && !isdir)
@@ -546,20 +551,23 @@ lineage_has(const struct lineage *l, uint64_t blkno)
 }
 
 /*
- * Lock a and b EX (two inodes), b first when b_first: callers follow
- * the lock order at the top of this file.
+ * Lock a and b EX (two inodes, both the kernel's or both found by name),
+ * b first when b_first: callers follow the lock order at the top of this
+ * file.
  */
 static int
 lock_two(struct fsd_handle *h, uint64_t a, struct locked *la, uint64_t b, struct locked *lb,
-    int b_first)
+    int kernels, int b_first)
 {
 	struct fsd *fs = h->fs;
 	int rc;
 
 	if (b_first) {
-		if ((rc = lock_ino(fs, b, lb)) == 0 && (rc = lock_ino(fs, a, la)) != 0)
+		if ((rc = lock_ino(fs, b, kernels, lb)) == 0 &&
+		    (rc = lock_ino(fs, a, kernels, la)) != 0)
 			unlock_ino(h, lb);
-	} else if ((rc = lock_ino(fs, a, la)) == 0 && (rc = lock_ino(fs, b, lb)) != 0)
+	} else if ((rc = lock_ino(fs, a, kernels, la)) == 0 &&
+	    (rc = lock_ino(fs, b, kernels, lb)) != 0)
 		unlock_ino(h, la);
 	return rc;
 }
@@ -589,7 +597,7 @@ exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
 		return 0;	/* two names of one inode: nothing to swap */
 	if (!same && (lineage_has(ln, src) || lineage_has(lo, dst)))
 		return -EINVAL;
-	if ((rc = lock_two(h, src, &sp, dst, &tp, dst < src)) != 0)
+	if ((rc = lock_two(h, src, &sp, dst, &tp, 0, dst < src)) != 0)
 		return rc;
 	sdir = S_ISDIR(LE16(sp.di->i_mode));
 	tdir = S_ISDIR(LE16(tp.di->i_mode));
@@ -657,10 +665,10 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 		return (void)fuse_reply_err(req, -rc);
 	same = pblk == npblk;
 	if (same)
-		rc = lock_ino(fs, pblk, &op);
+		rc = lock_ino(fs, pblk, 1, &op);
 	else if ((rc = handle_lock(&h, fs->rename_lock)) == 0 &&
 	    (rc = lineage_of(fs, pblk, &lo)) == 0 && (rc = lineage_of(fs, npblk, &ln)) == 0)
-		rc = lock_two(&h, pblk, &op, npblk, &np, lineage_has(&lo, npblk) ||
+		rc = lock_two(&h, pblk, &op, npblk, &np, 1, lineage_has(&lo, npblk) ||
 		    (!lineage_has(&ln, pblk) && npblk < pblk));
 	if (rc != 0)
 		goto stop;
@@ -691,7 +699,8 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 		rc = lineage_has(&ln, src) ? -EINVAL : -ENOTEMPTY;
 		goto out;
 	}
-	if ((rc = r == 0 ? lock_two(&h, src, &sp, dst, &tp, dst < src) : lock_ino(fs, src, &sp)) != 0)
+	if ((rc = r == 0 ? lock_two(&h, src, &sp, dst, &tp, 0, dst < src) :
+	    lock_ino(fs, src, 0, &sp)) != 0)
 		goto out;
 	sdir = S_ISDIR(LE16(sp.di->i_mode));
 	if (sdir && !same && r != 0 && LE16(npp->di->i_links_count) >= FSD_LINK_MAX) {

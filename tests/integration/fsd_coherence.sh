@@ -4,7 +4,9 @@
 # on one node (with or without msync) is what the other node reads, with
 # read(2) or its own mapping, and a mapping sees the other node's later
 # writes; a flock(2) waiting for the other node ends with EINTR when a
-# signal interrupts it, leaving no request queued behind. fsck.ocfs2
+# signal interrupts it, leaving no request queued behind; an inode that
+# another node deleted and made again in the same block is stale to a
+# holder of the old one. fsck.ocfs2
 # finds the volume clean at the end.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
@@ -233,6 +235,56 @@ PY
 }
 check "node1 reads every record node2 acknowledged while both append (6 s)" \
     timeout -s KILL 60 bash -c "$(declare -f append_race); append_race '${M[1]}/appends' '${M[2]}/appends' 6"
+
+echo "-- an inode another node deleted and made again"
+# reused_inode A DIR2: node1 holds a file by an O_PATH descriptor (no
+# open file, so no OPEN lock keeps it); node2 (DIR2) removes it and makes
+# a new file, which gets the same block; node1 then reopens its old inode
+# through /proc/self/fd, reads its attributes and changes its mode. Each
+# must fail with ESTALE and leave node2's new file as it was: the kernel
+# names an inode by its block number only, and before fsd compared the
+# generation node1's write went into node2's file.
+reused_inode() {
+	python3 - "$@" <<'PY'
+import errno, os, stat, sys
+a, dir2 = sys.argv[1], sys.argv[2]
+name = os.path.basename(a)
+with open(os.path.join(dir2, name), "w") as f:
+    f.write("old\n")
+fd = os.open(a, os.O_PATH)
+ino = os.fstat(fd).st_ino
+os.unlink(os.path.join(dir2, name))
+for i in range(8):
+    new = os.path.join(dir2, "reused%d" % i)
+    with open(new, "w") as f:
+        f.write("new\n")
+    if os.stat(new).st_ino == ino:
+        break
+else:
+    sys.exit("node2 never made a new file in the freed block %d" % ino)
+bad = []
+for what, op in (("reopen for writing", lambda: os.open("/proc/self/fd/%d" % fd, os.O_WRONLY | os.O_APPEND)),
+                 ("fstat", lambda: os.fstat(fd)),
+                 ("chmod", lambda: os.chmod("/proc/self/fd/%d" % fd, 0o600))):
+    try:
+        r = op()
+        bad.append("%s succeeded" % what)
+        if isinstance(r, int):
+            os.write(r, b"written through the old inode\n")
+            os.close(r)
+    except OSError as e:
+        if e.errno != errno.ESTALE:
+            bad.append("%s: %s" % (what, e))
+with open(new) as f:
+    got = f.read()
+if got != "new\n" or stat.S_IMODE(os.stat(new).st_mode) == 0o600:
+    bad.append("node2's new file changed: %r, mode %o" % (got, stat.S_IMODE(os.stat(new).st_mode)))
+print("; ".join(bad) or "every use of the old inode: ESTALE")
+sys.exit(1 if bad else 0)
+PY
+}
+check "node1's old inode is stale once node2 made a new one in its block" \
+    timeout -s KILL 60 bash -c "$(declare -f reused_inode); reused_inode '${M[1]}/reused' '${M[2]}'"
 
 echo "-- a slot recovered twice by the same survivor"
 # node1 recovers node2's slot, node2 comes back to that slot, takes a new
