@@ -554,19 +554,42 @@ dispatch_loop(void *arg)
 
 /* ---- downconvert ------------------------------------------------------- */
 
-/* lr's invalidate for its owner, by the inval thread. */
 static void
-queue_inval(struct fsd_glue *g, const struct fsd_lockres *lr)
+queue_inval_item(struct fsd_glue *g, struct inval *iv)
 {
-	struct inval *iv = xmalloc(sizeof(*iv));
-
-	iv->ops = lr->ops;
-	iv->owner = lr->owner;
 	pthread_mutex_lock(&g->iv_mtx);
 	iv->next = g->iv_head;
 	g->iv_head = iv;
 	pthread_cond_signal(&g->iv_cv);
 	pthread_mutex_unlock(&g->iv_mtx);
+}
+
+/* lr's invalidate for its owner, by the inval thread. */
+static void
+queue_inval(struct fsd_glue *g, const struct fsd_lockres *lr)
+{
+	struct inval *iv = xcalloc(1, sizeof(*iv));
+
+	iv->ops = lr->ops;
+	iv->owner = lr->owner;
+	queue_inval_item(g, iv);
+}
+
+/*
+ * From the inval thread, not the request's: the kernel takes the
+ * directory's lock to drop the dentry, which a rename on this node may
+ * hold while it waits for the directory the request is looking in.
+ */
+void
+glue_drop_dentry(struct fsd_glue *g, uint64_t parent, const char *name, size_t len)
+{
+	struct inval *iv = xcalloc(1, sizeof(*iv));
+
+	iv->owner = parent;
+	iv->name = xmalloc(len + 1);
+	memcpy(iv->name, name, len);
+	iv->name[len] = '\0';
+	queue_inval_item(g, iv);
 }
 
 static void *
@@ -585,7 +608,11 @@ inval_loop(void *arg)
 		iv = g->iv_head;
 		g->iv_head = iv->next;
 		pthread_mutex_unlock(&g->iv_mtx);
-		iv->ops->invalidate(fs, iv->owner);
+		if (iv->name != NULL)
+			inode_drop_dentry(fs, iv->owner, iv->name);
+		else
+			iv->ops->invalidate(fs, iv->owner);
+		free(iv->name);
 		free(iv);
 		pthread_mutex_lock(&g->iv_mtx);
 	}
@@ -975,6 +1002,7 @@ glue_stop(struct fsd *fs)
 	dlmc_close(g->dc);
 	while ((iv = g->iv_head) != NULL) {
 		g->iv_head = iv->next;
+		free(iv->name);
 		free(iv);
 	}
 	fs->glue = NULL;

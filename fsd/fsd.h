@@ -542,6 +542,9 @@ struct fsd_inode {
 	struct fsd_lockres *rw;		/* RW: write serialisation (cluster) */
 	unsigned	 opens;		/* open files on this node */
 	int		 loading;	/* generation not read yet: finders wait */
+	int		 opening;	/* the first open waits for the OPEN lock */
+	uint64_t	 kparent;	/* a directory's place in the kernel's */
+	char		*kname;		/* dentry tree, as last told (inode_dir_named) */
 	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
 	struct dir_index *dindex;	/* directories: names -> positions */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
@@ -602,6 +605,20 @@ int	 inode_lock_kernel(struct fsd *fs, struct fsd_inode *ip, int level, struct f
  * generation (RW, FLOCK, PLOCK) follow the new inode from now on.
  */
 void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation);
+/*
+ * The kernel was told (lookup, readdirplus, mkdir) that directory blkno
+ * is name in parent: when another node had moved it from where this
+ * kernel last saw it, the old dentry is dropped (by the inval thread). A
+ * directory has one dentry, and the kernel moves it to a lookup's place
+ * only with locks it merely tries (d_splice_alias): while a rename runs
+ * on this node the lookup failed with ESTALE instead. (After a rename
+ * here, the next lookup drops the old dentry the kernel moved already:
+ * nothing is there by then.)
+ */
+void	 inode_dir_named(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name,
+	    size_t len);
+/* Drop the kernel's dentry of name in directory parent (FUSE notify-inval-entry). */
+void	 inode_drop_dentry(struct fsd *fs, uint64_t parent, const char *name);
 /* Forget a directory's name index, if it is in memory (it may be wrong). */
 void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
 /* The FUSE session is about to go: no notify-inval may use it any more. */

@@ -14,10 +14,14 @@
 struct dlmc;
 struct fsd;
 
-/* An invalidate (struct fsd_lock_ops) for the inval thread. */
+/*
+ * For the inval thread: an invalidate (struct fsd_lock_ops) of owner, or
+ * (name set) the kernel's dentry of name in directory owner to drop.
+ */
 struct inval {
 	const struct fsd_lock_ops *ops;
 	uint64_t	 owner;
+	char		*name;
 	struct inval	*next;
 };
 
@@ -71,6 +75,8 @@ int	 glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned
 	    char *err, size_t errlen);
 /* Leave the domain (after unmount work), stop the threads. */
 void	 glue_stop(struct fsd *fs);
+/* Have the inval thread drop the kernel's dentry of name in directory parent. */
+void	 glue_drop_dentry(struct fsd_glue *g, uint64_t parent, const char *name, size_t len);
 
 /* deadnode.c */
 void	 glue_node_down(struct fsd_glue *g, unsigned node);

@@ -19,6 +19,7 @@
 #include "o2dlm.h"
 #include "util.h"
 
+#include "glue.h"
 /* the kernel's cache of a file is dropped through FUSE (meta_invalidate) */
 #include "ops.h"
 
@@ -26,7 +27,7 @@
 
 struct fsd_itable {
 	pthread_mutex_t	  mtx;
-	pthread_cond_t	  loaded;	/* an inode's loading ended */
+	pthread_cond_t	  loaded;	/* an inode's loading or opening ended */
 	pthread_rwlock_t  se_lock;	/* fs->se while a notification uses it */
 	struct fsd_inode *hash[ITABLE_HASH];
 	unsigned	  count;
@@ -55,6 +56,7 @@ itable_destroy(struct fsd *fs)
 			n = ip->hnext;
 			dindex_free(ip->dindex);
 			pthread_mutex_destroy(&ip->dmtx);
+			free(ip->kname);
 			free(ip);
 		}
 	}
@@ -107,6 +109,7 @@ inode_maybe_free(struct fsd *fs, struct fsd_inode *ip)
 		lockres_put(fs, ip->rw);
 	dindex_free(ip->dindex);
 	pthread_mutex_destroy(&ip->dmtx);
+	free(ip->kname);
 	free(ip);
 }
 
@@ -337,8 +340,12 @@ inode_open(struct fsd *fs, struct fsd_inode *ip)
 
 	pthread_mutex_lock(&fs->itable->mtx);
 	ip->pins++;
-	first = ip->opens++ == 0;
 	open_lock_get(fs, ip);
+	/* a second open is safe only once the first has the OPEN lock */
+	while (ip->opening)
+		pthread_cond_wait(&fs->itable->loaded, &fs->itable->mtx);
+	first = ip->opens++ == 0;
+	ip->opening = first && ip->open_lock != NULL;
 	pthread_mutex_unlock(&fs->itable->mtx);
 	if (!first || ip->open_lock == NULL)
 		return 0;
@@ -354,12 +361,14 @@ inode_open(struct fsd *fs, struct fsd_inode *ip)
 		else
 			lockres_unlock(fs, ip->open_lock, LKM_PR);
 	}
+	pthread_mutex_lock(&fs->itable->mtx);
+	ip->opening = 0;
 	if (rc != 0) {
-		pthread_mutex_lock(&fs->itable->mtx);
 		ip->opens--;
 		ip->pins--;
-		pthread_mutex_unlock(&fs->itable->mtx);
 	}
+	pthread_cond_broadcast(&fs->itable->loaded);
+	pthread_mutex_unlock(&fs->itable->mtx);
 	return rc;
 }
 
@@ -761,6 +770,44 @@ void
 inode_session_put(struct fsd *fs)
 {
 	pthread_rwlock_unlock(&fs->itable->se_lock);
+}
+
+void
+inode_dir_named(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name, size_t len)
+{
+	struct fsd_inode *ip;
+	uint64_t oldparent = 0;
+	char *old = NULL;
+
+	if (fs->glue == NULL || (ip = inode_find(fs, blkno)) == NULL)
+		return;
+	pthread_mutex_lock(&fs->itable->mtx);
+	if (ip->kname == NULL || ip->kparent != parent || strlen(ip->kname) != len ||
+	    memcmp(ip->kname, name, len) != 0) {
+		old = ip->kname;
+		oldparent = ip->kparent;
+		ip->kparent = parent;
+		ip->kname = xmalloc(len + 1);
+		memcpy(ip->kname, name, len);
+		ip->kname[len] = '\0';
+	}
+	pthread_mutex_unlock(&fs->itable->mtx);
+	/* within one directory the kernel moves the dentry without a fight */
+	if (old != NULL && oldparent != parent)
+		glue_drop_dentry(fs->glue, oldparent, old, strlen(old));
+	free(old);
+	inode_put(fs, ip);
+}
+
+void
+inode_drop_dentry(struct fsd *fs, uint64_t parent, const char *name)
+{
+	struct fuse_session *se;
+
+	if ((se = inode_session_get(fs)) != NULL)
+		fuse_lowlevel_notify_inval_entry(se, fsd_blkno_to_ino(fs, parent), name,
+		    strlen(name));
+	inode_session_put(fs);
 }
 
 /* ---- an inode's cluster locks (ocfs2's inode, rw and open lock ops) ---- */

@@ -163,6 +163,8 @@ do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, int plus)
 			continue;
 		} else if (err != 0)
 			break;
+		else if (S_ISDIR(e.attr.st_mode))
+			inode_dir_named(fs, d->ino, fsd_ino_to_blkno(fs, ino), d->name, d->name_len);
 		n = fuse_add_direntry_plus(req, buf + used, size - used, d->name, &e,
 		    (off_t)d->next);
 		if (n > size - used) {

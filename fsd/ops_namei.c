@@ -218,6 +218,8 @@ out:
 	acl_inherit_free(&inh);
 	if (rc == 0)
 		rc = fsd_make_entry(fs, ino, e);
+	if (rc == 0 && S_ISDIR(mode))
+		inode_dir_named(fs, ino, fsd_ino_to_blkno(fs, parent), name, strlen(name));
 	return rc;
 }
 
