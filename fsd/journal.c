@@ -463,8 +463,8 @@ handle_hold(struct fsd_handle *h, struct fsd_lockres *lr)
 	h->locks[h->nlocks++] = lr;
 }
 
-int
-handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
+static int
+handle_lock_flags(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf)
 {
 	unsigned i;
 	int rc;
@@ -472,10 +472,22 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 	for (i = 0; i < h->nlocks; i++)
 		if (h->locks[i] == lr)
 			return 0;
-	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
+	if ((rc = lockres_lock_flags(h->fs, lr, LKM_EX, lkf)) != 0)
 		return rc;
 	handle_hold(h, lr);
 	return 0;
+}
+
+int
+handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	return handle_lock_flags(h, lr, 0);
+}
+
+int
+handle_trylock(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	return handle_lock_flags(h, lr, LKF_TRY);
 }
 
 int

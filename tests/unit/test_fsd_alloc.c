@@ -302,8 +302,7 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
 	enum { MORE = 100 };
 	static uint32_t kept[2 * 16384];
-	static uint64_t blk[4096], grp[4096];
-	static uint16_t bit[4096];
+	static struct fsd_subbit sb[4096];
 	const struct ocfs2_group_desc *gd;
 	const struct ocfs2_extent_rec *r;
 	struct ocfs2_extent_rec *rec;
@@ -323,11 +322,11 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	cr_assert_lt(n, 4096);
 	for (k = 0; k < n; k++) {
 		cr_assert_eq(journal_start(&fs, &h), 0);
-		rc = suballoc_claim(&h, alloc, &blk[k], &grp[k], &bit[k]);
+		rc = suballoc_claim(&h, SUBALLOC_EXTENT, &sb[k]);
 		cr_assert_eq(rc, 0, "block %u: %d", k, rc);
 		cr_assert_eq(journal_stop(&h, 0), 0);
 	}
-	newgroup = grp[n - 1];
+	newgroup = sb[n - 1].group;
 	cr_assert_eq(block_read(&fs, newgroup, BLK_GROUP, &gb), 0);
 	gd = (const struct ocfs2_group_desc *)gb->data;
 	cr_assert_eq(le16toh(gd->bg_size), 256, "bg_size leaves room for bg_list");
@@ -336,27 +335,27 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	cr_assert_eq(le16toh(gd->bg_bits), 2048);
 	cr_assert_eq(le64toh(gd->bg_list.l_recs[0].e_blkno), newgroup, "the descriptor first");
 	for (k = 0; k < n; k++) {
-		if (grp[k] != newgroup)
+		if (sb[k].group != newgroup)
 			continue;
 		for (i = 0, inside = 0; i < le16toh(gd->bg_list.l_next_free_rec); i++) {
 			r = &gd->bg_list.l_recs[i];
-			if (bit[k] >= le32toh(r->e_cpos) * 8 &&
-			    bit[k] < (le32toh(r->e_cpos) + le16toh(r->e_leaf_clusters)) * 8) {
-				cr_assert_eq(blk[k], le64toh(r->e_blkno) +
-				    (bit[k] - le32toh(r->e_cpos) * 8), "bit %u", bit[k]);
+			if (sb[k].bit >= le32toh(r->e_cpos) * 8 &&
+			    sb[k].bit < (le32toh(r->e_cpos) + le16toh(r->e_leaf_clusters)) * 8) {
+				cr_assert_eq(sb[k].blkno, le64toh(r->e_blkno) +
+				    (sb[k].bit - le32toh(r->e_cpos) * 8), "bit %u", sb[k].bit);
 				inside = 1;
 			}
 		}
-		cr_assert(inside, "bit %u of the new group is in no extent", bit[k]);
+		cr_assert(inside, "bit %u of the new group is in no extent", sb[k].bit);
 		for (i = 0; i < k; i++)
-			cr_assert_neq(blk[i], blk[k], "block handed out twice");
+			cr_assert_neq(sb[i].blkno, sb[k].blkno, "block handed out twice");
 	}
 	block_put(&fs, gb);
 	check_chains(&fs, alloc);
 	check_chains(&fs, fs.global_bitmap);
 	for (k = 0; k + 1 < n; k++) {
 		cr_assert_eq(journal_start(&fs, &h), 0);
-		cr_assert_eq(suballoc_free(&h, alloc, grp[k], bit[k]), 0);
+		cr_assert_eq(suballoc_free(&h, alloc, sb[k].group, sb[k].bit), 0);
 		cr_assert_eq(journal_stop(&h, 0), 0);
 	}
 	check_chains(&fs, alloc);
@@ -371,7 +370,7 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	saved = rec->e_cpos;
 	rec->e_cpos = htole32(le32toh(saved) + 1);
 	cr_assert_eq(journal_start(&fs, &h), 0);
-	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), -EIO);
+	cr_assert_eq(suballoc_free(&h, alloc, sb[n - 1].group, sb[n - 1].bit), -EIO);
 	cr_assert_eq(journal_stop(&h, 1), 0);
 	cr_assert_eq(fs.errors, 1);
 	rec->e_cpos = saved;
@@ -381,7 +380,7 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	/* mounted again (the disk was never wrong), the last bit goes back */
 	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(journal_start(&fs, &h), 0);
-	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), 0);
+	cr_assert_eq(suballoc_free(&h, alloc, sb[n - 1].group, sb[n - 1].bit), 0);
 	cr_assert_eq(journal_stop(&h, 0), 0);
 	check_chains(&fs, alloc);
 	super_unmount(&fs);
@@ -400,9 +399,9 @@ Test(fsd_alloc, discontiguous_group_too_fragmented_is_enospc, .init = make_disco
 	static uint32_t kept[2 * 16384];
 	struct fsd fs;
 	struct fsd_handle h;
-	uint64_t alloc, blk, grp;
+	struct fsd_subbit sb;
+	uint64_t alloc;
 	uint32_t global_free;
-	uint16_t bit;
 	unsigned nkept, n, k;
 	char err[256];
 	int rc;
@@ -414,8 +413,8 @@ Test(fsd_alloc, discontiguous_group_too_fragmented_is_enospc, .init = make_disco
 	n = free_bits(&fs, alloc);
 	cr_assert_eq(journal_start(&fs, &h), 0);
 	for (k = 0; k < n; k++)
-		cr_assert_eq(suballoc_claim(&h, alloc, &blk, &grp, &bit), 0);
-	rc = suballoc_claim(&h, alloc, &blk, &grp, &bit);
+		cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &sb), 0);
+	rc = suballoc_claim(&h, SUBALLOC_EXTENT, &sb);
 	cr_assert_eq(rc, -ENOSPC);
 	cr_assert_eq(free_bits(&fs, fs.global_bitmap), global_free, "every run given back");
 	cr_assert_eq(journal_stop(&h, 1), 0);
