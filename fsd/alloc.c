@@ -494,12 +494,6 @@ suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
  */
 #define MAX_TO_STEAL	1024
 
-/*
- * The allocator lock this thread found busy inside a handle (a
- * reference), for fsd_reclaim to wait for once the handle is gone.
- */
-static __thread struct fsd_lockres *alloc_busy;
-
 static uint64_t
 slot_allocator(struct fsd *fs, enum suballoc_kind kind, int slot)
 {
@@ -511,7 +505,7 @@ slot_allocator(struct fsd *fs, enum suballoc_kind kind, int slot)
  * grow is set. Its lock only if it comes at once (doc/allocation.md): a
  * handle must not wait for another slot's allocator, which a handle of
  * its owner or a dead owner's recovery holds, nor for ours, which a
- * handle stealing from us holds. -EAGAIN when busy (noted in alloc_busy).
+ * handle stealing from us holds. -EAGAIN when busy (noted for fsd_reclaim).
  */
 static int
 claim_bit(struct fsd_handle *h, enum suballoc_kind kind, int slot, int grow, struct fsd_subbit *r)
@@ -527,11 +521,8 @@ claim_bit(struct fsd_handle *h, enum suballoc_kind kind, int slot, int grow, str
 
 	lr = sysinode_lockres(fs, alloc);
 	if ((rc = handle_trylock(h, lr)) != 0) {
-		if (rc == -EAGAIN && alloc_busy == NULL)
-			alloc_busy = lr;
-		else
-			lockres_put(fs, lr);
-		return rc;
+		lockres_put(fs, lr);
+		return rc == -ENOSPC ? -EAGAIN : rc;
 	}
 	if ((rc = block_read(fs, alloc, BLK_INODE, &ab)) != 0)
 		return rc;
@@ -834,7 +825,7 @@ tl_adopt_slot(struct fsd *fs, int slot)
 #define RECLAIM_WAIT_MS	1000
 
 /*
- * How many times one operation waits for a busy allocator lock: each
+ * How many times one operation waits for a lock its handle found busy: each
  * wait leaves the lock cached here, and the retry finds it taken again
  * only if another node wanted it in between.
  */
@@ -844,19 +835,13 @@ int
 fsd_reclaim(struct fsd *fs, struct fsd_reclaim *r)
 {
 	const struct ocfs2_truncate_log *tl;
-	struct fsd_lockres *lr;
 	struct fsd_buf *b;
 	int used, waited;
 
-	if ((lr = alloc_busy) != NULL) {
-		alloc_busy = NULL;
-		/* no handle is open: this wait holds nothing a handle or a recovery needs */
-		waited = r->waits++ < RECLAIM_BUSY_WAITS && lockres_lock(fs, lr, LKM_EX) == 0;
-		if (waited)
-			lockres_unlock(fs, lr, LKM_EX);
-		lockres_put(fs, lr);
-		if (waited)
-			return 1;
+	/* no handle is open: this wait holds nothing a handle or a recovery needs */
+	if (r->waits < RECLAIM_BUSY_WAITS && handle_wait_busy(fs)) {
+		r->waits++;
+		return 1;
 	}
 	if (fs->journal == NULL || fs->slot < 0 || r->flushed)
 		return 0;

@@ -452,6 +452,8 @@ void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 /* The lock resource of that name, referenced; owner as in struct fsd_lockres. */
 struct fsd_lockres *lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation, uint64_t owner);
+/* One more reference to a resource already referenced. */
+void	 lockres_ref(struct fsd *fs, struct fsd_lockres *lr);
 /*
  * Drop a reference (an inode leaves memory). Once no reference and no
  * holder is left, the lock leaves dlmd (what it protected written home
@@ -867,10 +869,18 @@ int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
 void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
 /*
  * Inside a handle: lock EX until the handle ends only if that comes at
- * once (-EAGAIN if not: held elsewhere, or waiting for a dead node's
- * recovery), for locks a handle must never wait for (doc/allocation.md).
+ * once, for locks a handle must never wait for (doc/allocation.md). If
+ * not (held elsewhere, or waiting for a dead node's recovery): -ENOSPC,
+ * the lock noted for handle_wait_busy; the caller ends the handle, and
+ * its operation, through fsd_reclaim, waits and runs again.
  */
 int	 handle_trylock(struct fsd_handle *h, struct fsd_lockres *lr);
+/*
+ * With no handle open: wait for the lock this thread's handle_trylock
+ * last found busy, to have it cached here when the operation runs again.
+ * 1 if there was one (and it came), else 0.
+ */
+int	 handle_wait_busy(struct fsd *fs);
 /* Inside a handle: a system inode's META lock EX until the handle ends. */
 int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
 int	 journal_start(struct fsd *fs, struct fsd_handle *h);

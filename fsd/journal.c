@@ -484,10 +484,36 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 	return handle_lock_flags(h, lr, 0);
 }
 
+/* The lock this thread's handle found busy (referenced), for handle_wait_busy. */
+static __thread struct fsd_lockres *busy_lock;
+
 int
 handle_trylock(struct fsd_handle *h, struct fsd_lockres *lr)
 {
-	return handle_lock_flags(h, lr, LKF_TRY);
+	int rc;
+
+	if ((rc = handle_lock_flags(h, lr, LKF_TRY)) != -EAGAIN)
+		return rc;
+	if (busy_lock == NULL) {
+		lockres_ref(h->fs, lr);
+		busy_lock = lr;
+	}
+	return -ENOSPC;
+}
+
+int
+handle_wait_busy(struct fsd *fs)
+{
+	struct fsd_lockres *lr = busy_lock;
+	int rc;
+
+	if (lr == NULL)
+		return 0;
+	busy_lock = NULL;
+	if ((rc = lockres_lock(fs, lr, LKM_EX)) == 0)
+		lockres_unlock(fs, lr, LKM_EX);
+	lockres_put(fs, lr);
+	return rc == 0;
 }
 
 int

@@ -104,6 +104,7 @@ if ! lc up 3 --image "$IMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/de
 	exit 1
 fi
 for k in 1 2 3; do run_check "node$k mounts" node_mount "$k"; done
+note_dev 3
 
 echo "-- node1 fragments the global bitmap"
 mkdir "${M[1]}/frag"
@@ -136,6 +137,7 @@ echo "-- node3 killed"
 before=$(($(recovered 1) + $(recovered 2)))
 killed_at=$SECONDS
 lc kill 3 >/dev/null
+abort_mount 3	# its writers end even if the killed fsd is stuck on its own mount
 kill "${CHURN[3]}" "${ACKER[3]}" 2>/dev/null
 check "node1 or node2 recovers node3's slot" wait_for 30 recovered_by_one "$before"
 a1=$(acked_by 1)
