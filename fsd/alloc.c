@@ -520,7 +520,7 @@ claim_bit(struct fsd_handle *h, enum suballoc_kind kind, int slot, int grow, str
 	int rc;
 
 	lr = sysinode_lockres(fs, alloc);
-	if ((rc = handle_trylock(h, lr)) != 0) {
+	if ((rc = handle_lock_or_restart(h, lr, LKF_TRY)) != 0) {
 		lockres_put(fs, lr);
 		return rc == -ENOSPC ? -EAGAIN : rc;
 	}

@@ -195,6 +195,7 @@ struct fsd_lockres {
 #define LKF_INTR	0x4	/* lockres_interrupt() ends the wait with -EINTR */
 #define LKF_NOFLUSHWAIT	0x8	/* -EAGAIN rather than wait behind a flush of the
 				   file's pages: the caller holds some locked */
+#define LKF_NORECOWAIT	0x10	/* -EAGAIN rather than wait for a dead node's recovery */
 
 /* ---- the mount -------------------------------------------------------- */
 
@@ -868,16 +869,17 @@ int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
 /* The caller's EX hold of lr passes to h: released when h ends. */
 void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
 /*
- * Inside a handle: lock EX until the handle ends only if that comes at
- * once, for locks a handle must never wait for (doc/allocation.md). If
- * not (held elsewhere, or waiting for a dead node's recovery): -ENOSPC,
- * the lock noted for handle_wait_busy; the caller ends the handle, and
- * its operation, through fsd_reclaim, waits and runs again.
+ * Inside a handle: lock EX until the handle ends, without the waits lkf
+ * rules out (LKF_TRY: any; LKF_NORECOWAIT: for a dead node's recovery),
+ * for locks a handle must not wait for (doc/allocation.md). When it
+ * would wait: -ENOSPC, the lock noted for handle_wait_busy; the caller
+ * ends the handle, and its operation, through fsd_reclaim, waits and
+ * runs again.
  */
-int	 handle_trylock(struct fsd_handle *h, struct fsd_lockres *lr);
+int	 handle_lock_or_restart(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf);
 /*
- * With no handle open: wait for the lock this thread's handle_trylock
- * last found busy, to have it cached here when the operation runs again.
+ * With no handle open: wait for the lock this thread's
+ * handle_lock_or_restart last found busy, to have it cached here when the operation runs again.
  * 1 if there was one (and it came), else 0.
  */
 int	 handle_wait_busy(struct fsd *fs);

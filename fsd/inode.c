@@ -582,13 +582,13 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 	 * the lock of the inode last freed in this block (named without a
 	 * generation, as the kernel's) gives it up now, writing home what
 	 * its journal holds of the old inode and forgetting what it cached,
-	 * instead of serving the old inode for the new one later. Only if it
-	 * comes at once: a dead node may have held it, and waiting for its
-	 * recovery inside a handle that may hold the global bitmap's lock
-	 * (our allocator grew) stops that recovery (doc/allocation.md).
+	 * instead of serving the old inode for the new one later. Not if a
+	 * dead node held it: waiting for its recovery inside a handle that
+	 * may hold the global bitmap's lock (our allocator grew) stops that
+	 * recovery (doc/allocation.md).
 	 */
 	lr = lockres_get(fs, FSD_LOCK_META, sb.blkno, 0, sb.blkno);
-	rc = handle_trylock(h, lr);
+	rc = handle_lock_or_restart(h, lr, LKF_NORECOWAIT);
 	lockres_put(fs, lr);
 	if (rc != 0)
 		return rc;

@@ -488,11 +488,11 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 static __thread struct fsd_lockres *busy_lock;
 
 int
-handle_trylock(struct fsd_handle *h, struct fsd_lockres *lr)
+handle_lock_or_restart(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf)
 {
 	int rc;
 
-	if ((rc = handle_lock_flags(h, lr, LKF_TRY)) != -EAGAIN)
+	if ((rc = handle_lock_flags(h, lr, lkf)) != -EAGAIN)
 		return rc;
 	if (busy_lock == NULL) {
 		lockres_ref(h->fs, lr);
