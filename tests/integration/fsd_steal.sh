@@ -86,7 +86,7 @@ from_slot() {
 	echo $n
 }
 
-check "mkfs (cluster, 2 slots, no discontig-bg)" mkfs_img_size "$IMG" 160M --cluster-stack=o2cb \
+check "mkfs (cluster, 2 slots, no discontig-bg)" mkfs_img_size "$IMG" 128M --cluster-stack=o2cb \
     --cluster-name=lc -N 2 -b 4096 -C 4096 -J size=4M --fs-feature-level=max-compat \
     --fs-features=sparse,unwritten
 if ! lc up 2 --image "$IMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null; then
