@@ -424,3 +424,80 @@ Test(fsd_alloc, discontiguous_group_too_fragmented_is_enospc, .init = make_disco
 	super_unmount(&fs);
 	cr_assert(fsck_clean());
 }
+
+static void
+make_two_slot_volume(void)
+{
+	make_volume_of("128M", 512, "-N 2");
+}
+
+/*
+ * Without discontig-bg, slot 0's extent_alloc full and the free space in
+ * holes smaller than a group: the next blocks come from slot 1's
+ * extent_alloc (grown beforehand) and say so, slot 1 serves first even
+ * once ours has a free bit again, and everything freed goes back where
+ * it came from; fsck.ocfs2 -fn clean.
+ */
+Test(fsd_alloc, steals_from_another_slot_when_ours_cannot_grow, .init = make_two_slot_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
+	enum { STOLEN = 40 };
+	static uint32_t kept[2 * 32768];
+	static struct fsd_subbit sb[4096];
+	struct fsd_subbit theirs;
+	struct fsd fs;
+	struct fsd_handle h;
+	uint64_t ours, other;
+	uint32_t other_free;
+	unsigned nkept, n, k;
+	char err[256];
+
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fs.slot, 0);
+	ours = fs.slots[0].extent_alloc;
+	other = fs.slots[1].extent_alloc;
+	/* slot 1's allocator gets a group, as its node's first extent block would */
+	fs.slot = 1;
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &theirs), 0);
+	cr_assert_eq(theirs.slot, 1);
+	cr_assert_eq(suballoc_free(&h, other, theirs.group, theirs.bit), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	fs.slot = 0;
+	other_free = free_bits(&fs, other);
+	cr_assert_gt(other_free, STOLEN);
+
+	fragment_global_bitmap(&fs, 32, kept, &nkept);
+	n = free_bits(&fs, ours);
+	cr_assert_lt(n + STOLEN, 4096);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	for (k = 0; k < n + STOLEN; k++) {
+		cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &sb[k]), 0, "block %u", k);
+		cr_assert_eq(sb[k].slot, k < n ? 0 : 1, "block %u from slot %u", k, sb[k].slot);
+	}
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	cr_assert_eq(free_bits(&fs, ours), 0, "ours did not grow");
+	cr_assert_eq(free_bits(&fs, other), other_free - STOLEN);
+	cr_assert_eq(fs.steal_slot[SUBALLOC_EXTENT], 1);
+
+	/* one of ours freed: while stealing, slot 1 still serves first */
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_free(&h, ours, sb[0].group, sb[0].bit), 0);
+	cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &sb[0]), 0);
+	cr_assert_eq(sb[0].slot, 1);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+
+	/* every block back to the allocator it came from */
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	for (k = 0; k < n + STOLEN; k++)
+		cr_assert_eq(suballoc_free(&h, sb[k].slot ? other : ours, sb[k].group, sb[k].bit), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	cr_assert_eq(free_bits(&fs, other), other_free);
+	cr_assert_eq(free_bits(&fs, ours), n);
+	check_chains(&fs, ours);
+	check_chains(&fs, other);
+	unfragment_global_bitmap(&fs, kept, nkept);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
