@@ -234,6 +234,8 @@ SOAK_STRESS_OPS	 ?= 20000
 SOAK_FAULT_ROUNDS ?= 40
 SOAK_FAULT_SEED	 ?=
 SOAK_HBD_LOAD_SECONDS ?= 180
+SOAK_ALLOC_WORKERS ?= 11
+SOAK_ALLOC_SECONDS ?= 60
 
 soak: all
 	@rc=0; \
@@ -265,6 +267,11 @@ soak: all
 	echo "== fault_daemons: $(SOAK_FAULT_ROUNDS) rounds"; \
 	FAULT_ROUNDS=$(SOAK_FAULT_ROUNDS) $(if $(SOAK_FAULT_SEED),FAULT_SEED=$(SOAK_FAULT_SEED)) \
 	    OCFS2_BUILD=$(BUILD) bash tests/integration/fault_daemons.sh || rc=1; \
+	echo "== fsd_steal, fsd_alloc_death: $(SOAK_ALLOC_WORKERS) workers a node, $(SOAK_ALLOC_SECONDS) s of load"; \
+	FSD_STEAL_WORKERS=$(SOAK_ALLOC_WORKERS) OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/fsd_steal.sh || rc=1; \
+	FSD_ALLOC_DEATH_WORKERS=$(SOAK_ALLOC_WORKERS) FSD_ALLOC_DEATH_LOAD_S=$(SOAK_ALLOC_SECONDS) \
+	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_alloc_death.sh || rc=1; \
 	echo "== hbd_load: $(SOAK_HBD_LOAD_SECONDS) s of load"; \
 	HBD_LOAD_SECONDS=$(SOAK_HBD_LOAD_SECONDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/hbd_load.sh || rc=1; \

@@ -488,20 +488,43 @@ suballoc_grow(struct fsd_handle *h, struct fsd_buf *ab)
 	return 0;
 }
 
-int
-suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *group,
-    uint16_t *bitp)
+/*
+ * After this many blocks taken from another slot's allocator, ours is
+ * tried first again (OCFS2_MAX_TO_STEAL in fs/ocfs2/suballoc.c).
+ */
+#define MAX_TO_STEAL	1024
+
+static uint64_t
+slot_allocator(struct fsd *fs, enum suballoc_kind kind, int slot)
+{
+	return kind == SUBALLOC_INODE ? fs->slots[slot].inode_alloc : fs->slots[slot].extent_alloc;
+}
+
+/*
+ * A bit of slot's allocator of kind, which grows by a group when full if
+ * grow is set. Its lock only if it comes at once (doc/allocation.md): a
+ * handle must not wait for another slot's allocator, which a handle of
+ * its owner or a dead owner's recovery holds, nor for ours, which a
+ * handle stealing from us holds. -EAGAIN when busy (noted for fsd_reclaim).
+ */
+static int
+claim_bit(struct fsd_handle *h, enum suballoc_kind kind, int slot, int grow, struct fsd_subbit *r)
 {
 	struct fsd *fs = h->fs;
+	uint64_t alloc = slot_allocator(fs, kind, slot), g;
 	const struct ocfs2_chain_list *cl;
 	const struct ocfs2_group_desc *gd;
+	struct fsd_lockres *lr;
 	struct fsd_buf *ab, *gb;
 	unsigned i, start, len, tries;
-	uint64_t g;
 	int rc;
 
-	if ((rc = handle_lock_sysinode(h, alloc)) != 0 ||
-	    (rc = block_read(fs, alloc, BLK_INODE, &ab)) != 0)
+	lr = sysinode_lockres(fs, alloc);
+	if ((rc = handle_lock_or_restart(h, lr, LKF_TRY)) != 0) {
+		lockres_put(fs, lr);
+		return rc == -ENOSPC ? -EAGAIN : rc;
+	}
+	if ((rc = block_read(fs, alloc, BLK_INODE, &ab)) != 0)
 		return rc;
 	if (!(LE32(((const struct ocfs2_dinode *)ab->data)->i_flags) & OCFS2_CHAIN_FL)) {
 		fsd_corrupt(fs, alloc, "allocator inode without a chain list");
@@ -521,12 +544,13 @@ suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *
 				    find_run(gd, 1, 1, 1, &start, &len, NULL) == 0) {
 					/* one block per bit, found through bg_list if discontiguous */
 					rc = group_bit_block(fs, gb->blkno, gd, LE16(cl->cl_bpc), start,
-					    blkno);
+					    &r->blkno);
 					if (rc == 0)
 						rc = group_change(h, ab, gb, start, 1, 1);
 					if (rc == 0) {
-						*group = gb->blkno;
-						*bitp = (uint16_t)start;
+						r->group = gb->blkno;
+						r->bit = (uint16_t)start;
+						r->slot = (uint16_t)slot;
 					}
 					block_put(fs, gb);
 					goto out;
@@ -536,13 +560,85 @@ suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *
 			}
 		}
 		/* Full: one more group from the global bitmap, then retry. */
-		if ((rc = suballoc_grow(h, ab)) != 0)
-			goto out;
+		if (!grow || (rc = suballoc_grow(h, ab)) != 0)
+			break;
 	}
-	rc = -ENOSPC;
+	if (rc == 0)
+		rc = -ENOSPC;
 out:
 	block_put(fs, ab);
 	return rc;
+}
+
+/* The slot to steal from first: the one that served last, while it may. */
+static int
+steal_from(struct fsd *fs, enum suballoc_kind kind)
+{
+	int slot;
+
+	pthread_mutex_lock(&fs->steal_mtx);
+	if (fs->steal_slot[kind] >= 0 && fs->stolen[kind] >= MAX_TO_STEAL)
+		fs->steal_slot[kind] = -1;
+	slot = fs->steal_slot[kind];
+	pthread_mutex_unlock(&fs->steal_mtx);
+	return slot;
+}
+
+/* A block came from slot's allocator (-1: ours, which stops the stealing). */
+static void
+steal_note(struct fsd *fs, enum suballoc_kind kind, int slot)
+{
+	pthread_mutex_lock(&fs->steal_mtx);
+	if (fs->steal_slot[kind] != slot) {
+		if (slot >= 0)
+			log_info("slot %d's %s allocator is full: taking from slot %d's", fs->slot,
+			    kind == SUBALLOC_INODE ? "inode" : "extent block", slot);
+		fs->steal_slot[kind] = slot;
+		fs->stolen[kind] = 0;
+	}
+	if (slot >= 0)
+		fs->stolen[kind]++;
+	pthread_mutex_unlock(&fs->steal_mtx);
+}
+
+/*
+ * As ocfs2_reserve_new_inode / ocfs2_reserve_new_metadata_blocks: our
+ * slot's allocator, grown if full (a new group needs cl_cpg free
+ * clusters in one run, or discontig-bg); else the other slots' in turn,
+ * from the one that served last, never grown. Once a steal has served,
+ * the next allocations steal at once (up to MAX_TO_STEAL), ours last.
+ */
+int
+suballoc_claim(struct fsd_handle *h, enum suballoc_kind kind, struct fsd_subbit *r)
+{
+	struct fsd *fs = h->fs;
+	int from, stealing, slot, i, rc;
+
+	if (!(stealing = (from = steal_from(fs, kind)) >= 0)) {
+		if ((rc = claim_bit(h, kind, fs->slot, 1, r)) != -ENOSPC)
+			return rc == -EAGAIN ? -ENOSPC : rc;
+		from = fs->slot + 1;
+	}
+	for (i = 0; i < (int)fs->vol.max_slots; i++) {
+		slot = (from + i) % (int)fs->vol.max_slots;
+		if (slot == fs->slot)
+			continue;
+		rc = claim_bit(h, kind, slot, 0, r);
+		if (rc == 0) {
+			steal_note(fs, kind, slot);
+			return 0;
+		}
+		if (rc != -ENOSPC && rc != -EAGAIN)
+			return rc;
+	}
+	/* stealing since a while, and nothing left elsewhere: ours may have room again */
+	if (stealing) {
+		if ((rc = claim_bit(h, kind, fs->slot, 1, r)) == 0)
+			steal_note(fs, kind, -1);
+		if (rc != -EAGAIN)
+			return rc;
+	}
+	return -ENOSPC;
 }
 
 int
@@ -728,15 +824,28 @@ tl_adopt_slot(struct fsd *fs, int slot)
  */
 #define RECLAIM_WAIT_MS	1000
 
+/*
+ * How many times one operation waits for a lock its handle found busy: each
+ * wait leaves the lock cached here, and the retry finds it taken again
+ * only if another node wanted it in between.
+ */
+#define RECLAIM_BUSY_WAITS	32
+
 int
-fsd_reclaim(struct fsd *fs)
+fsd_reclaim(struct fsd *fs, struct fsd_reclaim *r)
 {
 	const struct ocfs2_truncate_log *tl;
 	struct fsd_buf *b;
 	int used, waited;
 
-	if (fs->journal == NULL || fs->slot < 0)
+	/* no handle is open: this wait holds nothing a handle or a recovery needs */
+	if (r->waits < RECLAIM_BUSY_WAITS && handle_wait_busy(fs)) {
+		r->waits++;
+		return 1;
+	}
+	if (fs->journal == NULL || fs->slot < 0 || r->flushed)
 		return 0;
+	r->flushed = 1;
 	/* a file just unlinked may be freeing its space now, or soon */
 	waited = orphan_wait_deletes(fs, RECLAIM_WAIT_MS);
 	if (block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b) != 0)

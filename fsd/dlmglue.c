@@ -313,7 +313,7 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			if ((lr->flags & LR_UNSURE) && lr->owner != 0 &&
 			    (lr->ops->flags & LOCK_TYPE_REQUIRES_REFRESH) && !(lkf & LKF_RECOVERY) &&
 			    glue_recovery_pending(g)) {
-				if (lkf & LKF_TRY) {
+				if (lkf & (LKF_TRY | LKF_NORECOWAIT)) {
 					pthread_mutex_unlock(m);
 					return -EAGAIN;
 				}

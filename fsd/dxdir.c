@@ -929,12 +929,12 @@ dx_attach(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf *b)
 	const struct ocfs2_dir_entry *de;
 	struct ocfs2_dx_root_block *dr;
 	struct fsd_buf *rb, **leaves = NULL;
-	uint64_t blkno, group, pblk = 0;
+	struct fsd_subbit sb;
+	uint64_t pblk = 0;
 	unsigned off = 0, end = fs->vol.block_bytes - TRAILER_BYTES, count = 0, j;
 	const uint32_t *seed;
 	struct ocfs2_dx_entry_list *l;
 	struct dx_hash hv;
-	uint16_t bit;
 	int rc;
 
 	if ((rc = dx_seed(fs, &seed)) != 0)
@@ -943,19 +943,19 @@ dx_attach(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf *b)
 		de = (const struct ocfs2_dir_entry *)(b->data + off);
 		count += de->inode != 0 && de->name_len != 0;
 	}
-	if ((rc = suballoc_claim(h, fs->slots[fs->slot].extent_alloc, &blkno, &group, &bit)) != 0)
+	if ((rc = suballoc_claim(h, SUBALLOC_EXTENT, &sb)) != 0)
 		return rc;
-	if ((rc = block_new_owned(fs, blkno, BLK_DX_ROOT, dib->blkno, &rb)) != 0)
+	if ((rc = block_new_owned(fs, sb.blkno, BLK_DX_ROOT, dib->blkno, &rb)) != 0)
 		return rc;
 	if ((rc = journal_access(h, rb)) != 0 || (rc = journal_access(h, dib)) != 0)
 		goto out;
 	dr = (struct ocfs2_dx_root_block *)rb->data;
 	memcpy(dr->dr_signature, OCFS2_DX_ROOT_SIGNATURE, sizeof(OCFS2_DX_ROOT_SIGNATURE));
-	dr->dr_suballoc_slot = htole16((uint16_t)fs->slot);
-	dr->dr_suballoc_loc = htole64(group);
-	dr->dr_suballoc_bit = htole16(bit);
+	dr->dr_suballoc_slot = htole16(sb.slot);
+	dr->dr_suballoc_loc = htole64(sb.group);
+	dr->dr_suballoc_bit = htole16(sb.bit);
 	dr->dr_fs_generation = htole32(fs->fs_generation);
-	dr->dr_blkno = htole64(blkno);
+	dr->dr_blkno = htole64(sb.blkno);
 	dr->dr_dir_blkno = htole64(dib->blkno);
 	if (LE16(trailer_of(fs, b)->db_free_rec_len) != 0)
 		dr->dr_free_blk = htole64(b->blkno);
@@ -994,7 +994,7 @@ dx_attach(struct fsd_handle *h, struct fsd_buf *dib, struct fsd_buf *b)
 			goto out;
 	}
 	journal_dirty(h, rb);
-	di->i_dx_root = htole64(blkno);
+	di->i_dx_root = htole64(sb.blkno);
 	di->i_dyn_features = htole16(LE16(di->i_dyn_features) | OCFS2_INDEXED_DIR_FL);
 	journal_dirty(h, dib);
 out:

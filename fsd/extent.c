@@ -279,13 +279,12 @@ new_extent_block(struct fsd_handle *h, uint64_t owner, unsigned depth, struct fs
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_extent_block *eb;
-	uint64_t blkno, group;
-	uint16_t bit;
+	struct fsd_subbit sb;
 	int rc;
 
-	if ((rc = suballoc_claim(h, fs->slots[fs->slot].extent_alloc, &blkno, &group, &bit)) != 0)
+	if ((rc = suballoc_claim(h, SUBALLOC_EXTENT, &sb)) != 0)
 		return rc;
-	if ((rc = block_new_owned(fs, blkno, BLK_EXTENT, owner, bp)) != 0)
+	if ((rc = block_new_owned(fs, sb.blkno, BLK_EXTENT, owner, bp)) != 0)
 		return rc;
 	if ((rc = journal_access(h, *bp)) != 0) {
 		block_put(fs, *bp);
@@ -293,11 +292,11 @@ new_extent_block(struct fsd_handle *h, uint64_t owner, unsigned depth, struct fs
 	}
 	eb = (struct ocfs2_extent_block *)(*bp)->data;
 	memcpy(eb->h_signature, OCFS2_EXTENT_BLOCK_SIGNATURE, sizeof(OCFS2_EXTENT_BLOCK_SIGNATURE));
-	eb->h_suballoc_slot = htole16((uint16_t)fs->slot);
-	eb->h_suballoc_bit = htole16(bit);
+	eb->h_suballoc_slot = htole16(sb.slot);
+	eb->h_suballoc_bit = htole16(sb.bit);
 	eb->h_fs_generation = htole32(fs->fs_generation);
-	eb->h_blkno = htole64(blkno);
-	eb->h_suballoc_loc = htole64(group);
+	eb->h_blkno = htole64(sb.blkno);
+	eb->h_suballoc_loc = htole64(sb.group);
 	eb->h_list.l_tree_depth = htole16(depth);
 	eb->h_list.l_count = htole16(ocfs2_extent_recs_per_eb(fs->vol.block_bytes));
 	journal_dirty(h, *bp);

@@ -195,8 +195,12 @@ struct fsd_lockres {
 #define LKF_INTR	0x4	/* lockres_interrupt() ends the wait with -EINTR */
 #define LKF_NOFLUSHWAIT	0x8	/* -EAGAIN rather than wait behind a flush of the
 				   file's pages: the caller holds some locked */
+#define LKF_NORECOWAIT	0x10	/* -EAGAIN rather than wait for a dead node's recovery */
 
 /* ---- the mount -------------------------------------------------------- */
+
+/* A slot's two suballocators. */
+enum suballoc_kind { SUBALLOC_INODE, SUBALLOC_EXTENT };
 
 /* The system files of one slot. Ours are used now; recovery of a dead
  * node's slot (deadnode.c) walks the same table. */
@@ -308,6 +312,10 @@ struct fsd {
 	unsigned	 nexpected, cexpected;
 	pthread_mutex_t	 wipe_mtx;
 	pthread_cond_t	 wipe_cv;
+	/* while our allocator of a kind is full, the slot we take from (alloc.c) */
+	pthread_mutex_t	 steal_mtx;
+	int		 steal_slot[2];		/* enum suballoc_kind; -1: none */
+	unsigned	 stolen[2];		/* taken from it since it was chosen */
 	struct fuse_session *se;
 	struct fsd_glue	*glue;			/* NULL: local or nocluster mount */
 	struct fsd_plocks *plocks;		/* fcntl locks across nodes (plock.c) */
@@ -445,6 +453,8 @@ void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 /* The lock resource of that name, referenced; owner as in struct fsd_lockres. */
 struct fsd_lockres *lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation, uint64_t owner);
+/* One more reference to a resource already referenced. */
+void	 lockres_ref(struct fsd *fs, struct fsd_lockres *lr);
 /*
  * Drop a reference (an inode leaves memory). Once no reference and no
  * holder is left, the lock leaves dlmd (what it protected written home
@@ -883,6 +893,21 @@ struct fsd_handle {
 int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
 /* The caller's EX hold of lr passes to h: released when h ends. */
 void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
+/*
+ * Inside a handle: lock EX until the handle ends, without the waits lkf
+ * rules out (LKF_TRY: any; LKF_NORECOWAIT: for a dead node's recovery),
+ * for locks a handle must not wait for (doc/allocation.md). When it
+ * would wait: -ENOSPC, the lock noted for handle_wait_busy; the caller
+ * ends the handle, and its operation, through fsd_reclaim, waits and
+ * runs again.
+ */
+int	 handle_lock_or_restart(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf);
+/*
+ * With no handle open: wait for the lock this thread's
+ * handle_lock_or_restart last found busy, to have it cached here when the operation runs again.
+ * 1 if there was one (and it came), else 0.
+ */
+int	 handle_wait_busy(struct fsd *fs);
 /* Inside a handle: a system inode's META lock EX until the handle ends. */
 int	 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno);
 int	 journal_start(struct fsd *fs, struct fsd_handle *h);
@@ -909,9 +934,19 @@ int	 journal_shutdown(struct fsd *fs);
 int	 alloc_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 	    uint32_t *start, unsigned *got);
 int	 free_clusters(struct fsd_handle *h, uint32_t start, unsigned count);
-/* One block from a suballocator (inode_alloc / extent_alloc), growing it if full. */
-int	 suballoc_claim(struct fsd_handle *h, uint64_t alloc, uint64_t *blkno, uint64_t *group,
-	    uint16_t *bit);
+/* A bit of a suballocator: the block it stands for, and where to give it back. */
+struct fsd_subbit {
+	uint64_t	blkno;
+	uint64_t	group;		/* its group descriptor */
+	uint16_t	bit;
+	uint16_t	slot;		/* whose allocator it is (i_suballoc_slot...) */
+};
+/*
+ * One block from our slot's allocator of kind, growing it if full, else
+ * (as ocfs2_steal_resource) from another slot's. -ENOSPC also when an
+ * allocator's lock was busy: fsd_reclaim then waits for it.
+ */
+int	 suballoc_claim(struct fsd_handle *h, enum suballoc_kind kind, struct fsd_subbit *r);
 int	 suballoc_free(struct fsd_handle *h, uint64_t alloc, uint64_t group, uint16_t bit);
 /* The truncate log: free records, append a freed run, flush (own handle). */
 int	 tl_room(struct fsd *fs);
@@ -923,9 +958,17 @@ int	 tl_flush(struct fsd *fs);
  * frees the clusters.
  */
 int	 tl_adopt_slot(struct fsd *fs, int slot);
-/* Out of space: wait for orphan deletions under way or due, flush the
- * truncate log; 1 if a retry may find space. */
-int	 fsd_reclaim(struct fsd *fs);
+/* What an operation that failed with ENOSPC did to make room so far. */
+struct fsd_reclaim {
+	unsigned	waits;		/* for a busy allocator's lock */
+	int		flushed;	/* deletions waited for, truncate log flushed */
+};
+/*
+ * Out of space (the operation's handles ended): wait for the allocator
+ * lock it found busy, or else (once) for orphan deletions under way or
+ * due and flush the truncate log; 1 if a retry may find space.
+ */
+int	 fsd_reclaim(struct fsd *fs, struct fsd_reclaim *rc);
 
 /* localalloc.c */
 /* Data clusters from our slot's window (taking a new one as needed). */

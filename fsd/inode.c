@@ -642,8 +642,7 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 	struct fsd *fs = h->fs;
 	struct fsd_lockres *lr;
 	struct ocfs2_dinode *di;
-	uint64_t blkno, group;
-	uint16_t bit;
+	struct fsd_subbit sb;
 	int rc;
 
 	if (next_generation == 0) {
@@ -653,7 +652,7 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 		clock_gettime(CLOCK_REALTIME, &ts);
 		next_generation = (uint32_t)(ts.tv_nsec ^ (ts.tv_sec << 12) ^ getpid()) | 1;
 	}
-	if ((rc = suballoc_claim(h, fs->slots[fs->slot].inode_alloc, &blkno, &group, &bit)) != 0)
+	if ((rc = suballoc_claim(h, SUBALLOC_INODE, &sb)) != 0)
 		return rc;
 	/*
 	 * Its META lock, EX until the handle ends, before anything of it is
@@ -661,14 +660,17 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 	 * the lock of the inode last freed in this block (named without a
 	 * generation, as the kernel's) gives it up now, writing home what
 	 * its journal holds of the old inode and forgetting what it cached,
-	 * instead of serving the old inode for the new one later.
+	 * instead of serving the old inode for the new one later. Not if a
+	 * dead node held it: waiting for its recovery inside a handle that
+	 * may hold the global bitmap's lock (our allocator grew) stops that
+	 * recovery (doc/allocation.md).
 	 */
-	lr = lockres_get(fs, FSD_LOCK_META, blkno, 0, blkno);
-	rc = handle_lock(h, lr);
+	lr = lockres_get(fs, FSD_LOCK_META, sb.blkno, 0, sb.blkno);
+	rc = handle_lock_or_restart(h, lr, LKF_NORECOWAIT);
 	lockres_put(fs, lr);
 	if (rc != 0)
 		return rc;
-	if ((rc = block_new(fs, blkno, BLK_INODE, bp)) != 0)
+	if ((rc = block_new(fs, sb.blkno, BLK_INODE, bp)) != 0)
 		return rc;
 	if ((rc = journal_access(h, *bp)) != 0) {
 		block_put(fs, *bp);
@@ -677,15 +679,15 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 	di = (struct ocfs2_dinode *)(*bp)->data;
 	memcpy(di->i_signature, OCFS2_INODE_SIGNATURE, sizeof(OCFS2_INODE_SIGNATURE));
 	di->i_generation = htole32(__atomic_add_fetch(&next_generation, 1, __ATOMIC_RELAXED));
-	di->i_suballoc_slot = htole16((uint16_t)fs->slot);
-	di->i_suballoc_bit = htole16(bit);
-	di->i_suballoc_loc = htole64(group);
+	di->i_suballoc_slot = htole16(sb.slot);
+	di->i_suballoc_bit = htole16(sb.bit);
+	di->i_suballoc_loc = htole64(sb.group);
 	di->i_links_count = htole16(S_ISDIR(mode) ? 2 : 1);
 	di->i_uid = htole32(uid);
 	di->i_gid = htole32(gid);
 	di->i_mode = htole16((uint16_t)mode);
 	di->i_flags = htole32(OCFS2_VALID_FL);
-	di->i_blkno = htole64(blkno);
+	di->i_blkno = htole64(sb.blkno);
 	di->i_fs_generation = htole32(fs->fs_generation);
 	inode_now(di, 1, 1, 1);
 	if (S_ISCHR(mode) || S_ISBLK(mode)) {

@@ -463,8 +463,8 @@ handle_hold(struct fsd_handle *h, struct fsd_lockres *lr)
 	h->locks[h->nlocks++] = lr;
 }
 
-int
-handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
+static int
+handle_lock_flags(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf)
 {
 	unsigned i;
 	int rc;
@@ -472,10 +472,48 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 	for (i = 0; i < h->nlocks; i++)
 		if (h->locks[i] == lr)
 			return 0;
-	if ((rc = lockres_lock(h->fs, lr, LKM_EX)) != 0)
+	if ((rc = lockres_lock_flags(h->fs, lr, LKM_EX, lkf)) != 0)
 		return rc;
 	handle_hold(h, lr);
 	return 0;
+}
+
+int
+handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	return handle_lock_flags(h, lr, 0);
+}
+
+/* The lock this thread's handle found busy (referenced), for handle_wait_busy. */
+static __thread struct fsd_lockres *busy_lock;
+
+int
+handle_lock_or_restart(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf)
+{
+	int rc;
+
+	if ((rc = handle_lock_flags(h, lr, lkf)) != -EAGAIN)
+		return rc;
+	if (busy_lock == NULL) {
+		lockres_ref(h->fs, lr);
+		busy_lock = lr;
+	}
+	return -ENOSPC;
+}
+
+int
+handle_wait_busy(struct fsd *fs)
+{
+	struct fsd_lockres *lr = busy_lock;
+	int rc;
+
+	if (lr == NULL)
+		return 0;
+	busy_lock = NULL;
+	if ((rc = lockres_lock(fs, lr, LKM_EX)) == 0)
+		lockres_unlock(fs, lr, LKM_EX);
+	lockres_put(fs, lr);
+	return rc == 0;
 }
 
 int

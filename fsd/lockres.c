@@ -162,6 +162,16 @@ lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr)
 }
 
 void
+lockres_ref(struct fsd *fs, struct fsd_lockres *lr)
+{
+	pthread_mutex_t *m = lockres_mutex(fs);
+
+	pthread_mutex_lock(m);
+	lr->refs++;
+	pthread_mutex_unlock(m);
+}
+
+void
 lockres_put(struct fsd *fs, struct fsd_lockres *lr)
 {
 	pthread_mutex_t *m = lockres_mutex(fs);

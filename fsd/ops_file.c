@@ -165,6 +165,7 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 {
 	struct fsd *fs = fsd_of(req);
 	struct fsd_inode *ip;
+	struct fsd_reclaim room = { 0 };
 	int rc;
 
 	uint64_t at;
@@ -177,15 +178,15 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 	if (fi->writepage && fs->glue != NULL) {
 		/* the kernel writes back its page (of a shared mapping) */
 		rc = file_writepage(fs, ip, (uint64_t)off, buf, size);
-		if (rc == -ENOSPC && fsd_reclaim(fs))
+		while (rc == -ENOSPC && fsd_reclaim(fs, &room))
 			rc = file_writepage(fs, ip, (uint64_t)off, buf, size);
 	} else if (fi->fh & FH_DIRECT) {
 		rc = dio_write(fs, ip, at, buf, size, !fs->writeback_active);
-		if (rc == -ENOSPC && fsd_reclaim(fs))
+		while (rc == -ENOSPC && fsd_reclaim(fs, &room))
 			rc = dio_write(fs, ip, at, buf, size, !fs->writeback_active);
 	} else {
 		rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
-		if (rc == -ENOSPC && fsd_reclaim(fs))
+		while (rc == -ENOSPC && fsd_reclaim(fs, &room))
 			rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
 		if (rc == 0)
 			kernsize_wrote(ip, (uint64_t)off + size);	/* where the kernel thinks */
@@ -234,6 +235,7 @@ fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t leng
 {
 	struct fsd *fs = fsd_of(req);
 	struct fsd_inode *ip;
+	struct fsd_reclaim room = { 0 };
 	int rc;
 
 	(void)fi;
@@ -244,7 +246,7 @@ fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t leng
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	rc = file_fallocate(fs, ip, mode, (uint64_t)offset, (uint64_t)length);
-	if (rc == -ENOSPC && fsd_reclaim(fs))
+	while (rc == -ENOSPC && fsd_reclaim(fs, &room))
 		rc = file_fallocate(fs, ip, mode, (uint64_t)offset, (uint64_t)length);
 	inode_put(fs, ip);
 	fuse_reply_err(req, -rc);

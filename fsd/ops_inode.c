@@ -320,6 +320,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	struct fsd_buf *b;
 	struct timespec now;
 	struct stat st;
+	struct fsd_reclaim room = { 0 };
 	int rc;
 
 	(void)fi;
@@ -331,7 +332,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		if (rc == 0)
 			rc = file_setsize(fs, ip, (uint64_t)attr->st_size);
-		if (rc == -ENOSPC && fsd_reclaim(fs))
+		while (rc == -ENOSPC && fsd_reclaim(fs, &room))
 			rc = file_setsize(fs, ip, (uint64_t)attr->st_size);
 		if (rc != 0)
 			goto out;

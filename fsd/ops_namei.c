@@ -223,14 +223,15 @@ out:
 	return rc;
 }
 
-/* Out of space: retry once after freeing what the truncate log holds. */
+/* Out of space: retry while fsd_reclaim finds room or a busy allocator comes free. */
 static int
 do_create(fuse_req_t req, fuse_ino_t parent, const char *name, unsigned mode, dev_t rdev,
     const char *target, struct fuse_entry_param *e, uint64_t *found)
 {
+	struct fsd_reclaim room = { 0 };
 	int rc = do_create_once(req, parent, name, mode, rdev, target, e, found);
 
-	if (rc == -ENOSPC && fsd_reclaim(fsd_of(req)))
+	while (rc == -ENOSPC && fsd_reclaim(fsd_of(req), &room))
 		rc = do_create_once(req, parent, name, mode, rdev, target, e, found);
 	return rc;
 }

@@ -399,6 +399,8 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	pthread_mutex_init(&fs->err_mtx, NULL);
 	pthread_mutex_init(&fs->wipe_mtx, NULL);
 	pthread_cond_init(&fs->wipe_cv, NULL);
+	pthread_mutex_init(&fs->steal_mtx, NULL);
+	fs->steal_slot[SUBALLOC_INODE] = fs->steal_slot[SUBALLOC_EXTENT] = -1;
 	if (volume_open(device, o->readonly ? O_RDONLY : O_RDWR, &fs->vol, err, errlen) == -1)
 		return -1;
 	/*
@@ -611,6 +613,7 @@ super_abandon(struct fsd *fs)
 	fs->expected = NULL;
 	pthread_mutex_destroy(&fs->wipe_mtx);
 	pthread_cond_destroy(&fs->wipe_cv);
+	pthread_mutex_destroy(&fs->steal_mtx);
 }
 
 /* The slot map, written in place under EX (no journal): forget our copy. */

@@ -931,13 +931,12 @@ xblock_create(struct fsd_handle *h, struct fsd_buf *ib, struct fsd_buf **bp)
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
 	struct ocfs2_xattr_block *x;
-	uint64_t blkno, group;
-	uint16_t bit;
+	struct fsd_subbit sb;
 	int rc;
 
-	if ((rc = suballoc_claim(h, fs->slots[fs->slot].extent_alloc, &blkno, &group, &bit)) != 0)
+	if ((rc = suballoc_claim(h, SUBALLOC_EXTENT, &sb)) != 0)
 		return rc;
-	if ((rc = block_new_owned(fs, blkno, BLK_XATTR, ib->blkno, bp)) != 0)
+	if ((rc = block_new_owned(fs, sb.blkno, BLK_XATTR, ib->blkno, bp)) != 0)
 		return rc;
 	if ((rc = journal_access(h, *bp)) != 0) {
 		block_put(fs, *bp);
@@ -945,12 +944,12 @@ xblock_create(struct fsd_handle *h, struct fsd_buf *ib, struct fsd_buf **bp)
 	}
 	x = (struct ocfs2_xattr_block *)(*bp)->data;
 	memcpy(x->xb_signature, OCFS2_XATTR_BLOCK_SIGNATURE, sizeof(OCFS2_XATTR_BLOCK_SIGNATURE));
-	x->xb_suballoc_slot = htole16((uint16_t)fs->slot);
-	x->xb_suballoc_bit = htole16(bit);
-	x->xb_suballoc_loc = htole64(group);
+	x->xb_suballoc_slot = htole16(sb.slot);
+	x->xb_suballoc_bit = htole16(sb.bit);
+	x->xb_suballoc_loc = htole64(sb.group);
 	x->xb_fs_generation = htole32(fs->fs_generation);
-	x->xb_blkno = htole64(blkno);
-	di->i_xattr_loc = htole64(blkno);
+	x->xb_blkno = htole64(sb.blkno);
+	di->i_xattr_loc = htole64(sb.blkno);
 	di->i_dyn_features = htole16(LE16(di->i_dyn_features) | OCFS2_HAS_XATTR_FL);
 	return 0;
 }
@@ -1414,6 +1413,7 @@ xattr_set_mode(struct fsd *fs, struct fsd_inode *ip, int index, const char *name
     const void *value, size_t vlen, int flags, int mode)
 {
 	size_t len = strlen(name);
+	struct fsd_reclaim room = { 0 };
 	int rc;
 
 	if (!fs->xattr)
@@ -1428,7 +1428,7 @@ xattr_set_mode(struct fsd *fs, struct fsd_inode *ip, int index, const char *name
 	/* a bucket tree of more runs than the truncate log has room for now */
 	if (rc == -EAGAIN && (rc = tl_flush(fs)) == 0)
 		rc = set_once(fs, ip, index, name, len, value, vlen, flags, mode);
-	if (rc == -ENOSPC && fsd_reclaim(fs))
+	while (rc == -ENOSPC && fsd_reclaim(fs, &room))
 		rc = set_once(fs, ip, index, name, len, value, vlen, flags, mode);
 	return rc == -EAGAIN ? -ENOSPC : rc;
 }

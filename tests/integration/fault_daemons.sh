@@ -61,20 +61,6 @@ for k in "${KINDS[@]}"; do
 done
 [[ $ROUNDS =~ ^[0-9]+$ && $SEED =~ ^[0-9]+$ ]] || { echo "FAULT_ROUNDS and FAULT_SEED are numbers"; exit 2; }
 
-# A process waiting on a hung FUSE mount cannot be killed, even with
-# SIGKILL, once fsd has its request: only aborting the connection (fusectl,
-# which systemd mounts at boot) ends it.
-# A connection outlives its mount (localcluster mount detaches a dead
-# one): FUSE_DEV[K] is the device of node K's last mount.
-mountpoint -q /sys/fs/fuse/connections || mount -t fusectl none /sys/fs/fuse/connections
-FUSE_DEV=()
-note_dev() {
-	FUSE_DEV[$1]=$(awk -v m="$(realpath -m "$LOCALCLUSTER_DIR")/node$1/mnt" '$5 == m { print $3 }' /proc/self/mountinfo)
-}
-abort_mount() {
-	[[ -n ${FUSE_DEV[$1]:-} ]] && echo 1 >"/sys/fs/fuse/connections/${FUSE_DEV[$1]#*:}/abort" 2>/dev/null
-	return 0
-}
 abort_mounts() {
 	local k
 	for ((k = 1; k <= N; k++)); do abort_mount "$k"; done

@@ -302,8 +302,7 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
 	enum { MORE = 100 };
 	static uint32_t kept[2 * 16384];
-	static uint64_t blk[4096], grp[4096];
-	static uint16_t bit[4096];
+	static struct fsd_subbit sb[4096];
 	const struct ocfs2_group_desc *gd;
 	const struct ocfs2_extent_rec *r;
 	struct ocfs2_extent_rec *rec;
@@ -323,11 +322,11 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	cr_assert_lt(n, 4096);
 	for (k = 0; k < n; k++) {
 		cr_assert_eq(journal_start(&fs, &h), 0);
-		rc = suballoc_claim(&h, alloc, &blk[k], &grp[k], &bit[k]);
+		rc = suballoc_claim(&h, SUBALLOC_EXTENT, &sb[k]);
 		cr_assert_eq(rc, 0, "block %u: %d", k, rc);
 		cr_assert_eq(journal_stop(&h, 0), 0);
 	}
-	newgroup = grp[n - 1];
+	newgroup = sb[n - 1].group;
 	cr_assert_eq(block_read(&fs, newgroup, BLK_GROUP, &gb), 0);
 	gd = (const struct ocfs2_group_desc *)gb->data;
 	cr_assert_eq(le16toh(gd->bg_size), 256, "bg_size leaves room for bg_list");
@@ -336,27 +335,27 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	cr_assert_eq(le16toh(gd->bg_bits), 2048);
 	cr_assert_eq(le64toh(gd->bg_list.l_recs[0].e_blkno), newgroup, "the descriptor first");
 	for (k = 0; k < n; k++) {
-		if (grp[k] != newgroup)
+		if (sb[k].group != newgroup)
 			continue;
 		for (i = 0, inside = 0; i < le16toh(gd->bg_list.l_next_free_rec); i++) {
 			r = &gd->bg_list.l_recs[i];
-			if (bit[k] >= le32toh(r->e_cpos) * 8 &&
-			    bit[k] < (le32toh(r->e_cpos) + le16toh(r->e_leaf_clusters)) * 8) {
-				cr_assert_eq(blk[k], le64toh(r->e_blkno) +
-				    (bit[k] - le32toh(r->e_cpos) * 8), "bit %u", bit[k]);
+			if (sb[k].bit >= le32toh(r->e_cpos) * 8 &&
+			    sb[k].bit < (le32toh(r->e_cpos) + le16toh(r->e_leaf_clusters)) * 8) {
+				cr_assert_eq(sb[k].blkno, le64toh(r->e_blkno) +
+				    (sb[k].bit - le32toh(r->e_cpos) * 8), "bit %u", sb[k].bit);
 				inside = 1;
 			}
 		}
-		cr_assert(inside, "bit %u of the new group is in no extent", bit[k]);
+		cr_assert(inside, "bit %u of the new group is in no extent", sb[k].bit);
 		for (i = 0; i < k; i++)
-			cr_assert_neq(blk[i], blk[k], "block handed out twice");
+			cr_assert_neq(sb[i].blkno, sb[k].blkno, "block handed out twice");
 	}
 	block_put(&fs, gb);
 	check_chains(&fs, alloc);
 	check_chains(&fs, fs.global_bitmap);
 	for (k = 0; k + 1 < n; k++) {
 		cr_assert_eq(journal_start(&fs, &h), 0);
-		cr_assert_eq(suballoc_free(&h, alloc, grp[k], bit[k]), 0);
+		cr_assert_eq(suballoc_free(&h, alloc, sb[k].group, sb[k].bit), 0);
 		cr_assert_eq(journal_stop(&h, 0), 0);
 	}
 	check_chains(&fs, alloc);
@@ -371,7 +370,7 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	saved = rec->e_cpos;
 	rec->e_cpos = htole32(le32toh(saved) + 1);
 	cr_assert_eq(journal_start(&fs, &h), 0);
-	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), -EIO);
+	cr_assert_eq(suballoc_free(&h, alloc, sb[n - 1].group, sb[n - 1].bit), -EIO);
 	cr_assert_eq(journal_stop(&h, 1), 0);
 	cr_assert_eq(fs.errors, 1);
 	rec->e_cpos = saved;
@@ -381,7 +380,7 @@ Test(fsd_alloc, extent_alloc_grows_a_discontiguous_group, .init = make_discontig
 	/* mounted again (the disk was never wrong), the last bit goes back */
 	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(journal_start(&fs, &h), 0);
-	cr_assert_eq(suballoc_free(&h, alloc, grp[n - 1], bit[n - 1]), 0);
+	cr_assert_eq(suballoc_free(&h, alloc, sb[n - 1].group, sb[n - 1].bit), 0);
 	cr_assert_eq(journal_stop(&h, 0), 0);
 	check_chains(&fs, alloc);
 	super_unmount(&fs);
@@ -400,9 +399,9 @@ Test(fsd_alloc, discontiguous_group_too_fragmented_is_enospc, .init = make_disco
 	static uint32_t kept[2 * 16384];
 	struct fsd fs;
 	struct fsd_handle h;
-	uint64_t alloc, blk, grp;
+	struct fsd_subbit sb;
+	uint64_t alloc;
 	uint32_t global_free;
-	uint16_t bit;
 	unsigned nkept, n, k;
 	char err[256];
 	int rc;
@@ -414,13 +413,90 @@ Test(fsd_alloc, discontiguous_group_too_fragmented_is_enospc, .init = make_disco
 	n = free_bits(&fs, alloc);
 	cr_assert_eq(journal_start(&fs, &h), 0);
 	for (k = 0; k < n; k++)
-		cr_assert_eq(suballoc_claim(&h, alloc, &blk, &grp, &bit), 0);
-	rc = suballoc_claim(&h, alloc, &blk, &grp, &bit);
+		cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &sb), 0);
+	rc = suballoc_claim(&h, SUBALLOC_EXTENT, &sb);
 	cr_assert_eq(rc, -ENOSPC);
 	cr_assert_eq(free_bits(&fs, fs.global_bitmap), global_free, "every run given back");
 	cr_assert_eq(journal_stop(&h, 1), 0);
 	check_chains(&fs, alloc);
 	check_chains(&fs, fs.global_bitmap);
+	unfragment_global_bitmap(&fs, kept, nkept);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+static void
+make_two_slot_volume(void)
+{
+	make_volume_of("128M", 512, "-N 2");
+}
+
+/*
+ * Without discontig-bg, slot 0's extent_alloc full and the free space in
+ * holes smaller than a group: the next blocks come from slot 1's
+ * extent_alloc (grown beforehand) and say so, slot 1 serves first even
+ * once ours has a free bit again, and everything freed goes back where
+ * it came from; fsck.ocfs2 -fn clean.
+ */
+Test(fsd_alloc, steals_from_another_slot_when_ours_cannot_grow, .init = make_two_slot_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd_mount_opts o = { .cache_blocks = 4096, .commit_ms = 600000, .nocluster = 1 };
+	enum { STOLEN = 40 };
+	static uint32_t kept[2 * 32768];
+	static struct fsd_subbit sb[4096];
+	struct fsd_subbit theirs;
+	struct fsd fs;
+	struct fsd_handle h;
+	uint64_t ours, other;
+	uint32_t other_free;
+	unsigned nkept, n, k;
+	char err[256];
+
+	cr_assert_eq(super_mount(&fs, vol_img, &o, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(fs.slot, 0);
+	ours = fs.slots[0].extent_alloc;
+	other = fs.slots[1].extent_alloc;
+	/* slot 1's allocator gets a group, as its node's first extent block would */
+	fs.slot = 1;
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &theirs), 0);
+	cr_assert_eq(theirs.slot, 1);
+	cr_assert_eq(suballoc_free(&h, other, theirs.group, theirs.bit), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	fs.slot = 0;
+	other_free = free_bits(&fs, other);
+	cr_assert_gt(other_free, STOLEN);
+
+	fragment_global_bitmap(&fs, 32, kept, &nkept);
+	n = free_bits(&fs, ours);
+	cr_assert_lt(n + STOLEN, 4096);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	for (k = 0; k < n + STOLEN; k++) {
+		cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &sb[k]), 0, "block %u", k);
+		cr_assert_eq(sb[k].slot, k < n ? 0 : 1, "block %u from slot %u", k, sb[k].slot);
+	}
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	cr_assert_eq(free_bits(&fs, ours), 0, "ours did not grow");
+	cr_assert_eq(free_bits(&fs, other), other_free - STOLEN);
+	cr_assert_eq(fs.steal_slot[SUBALLOC_EXTENT], 1);
+
+	/* one of ours freed: while stealing, slot 1 still serves first */
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	cr_assert_eq(suballoc_free(&h, ours, sb[0].group, sb[0].bit), 0);
+	cr_assert_eq(suballoc_claim(&h, SUBALLOC_EXTENT, &sb[0]), 0);
+	cr_assert_eq(sb[0].slot, 1);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+
+	/* every block back to the allocator it came from */
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	for (k = 0; k < n + STOLEN; k++)
+		cr_assert_eq(suballoc_free(&h, sb[k].slot ? other : ours, sb[k].group, sb[k].bit), 0);
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	cr_assert_eq(free_bits(&fs, other), other_free);
+	cr_assert_eq(free_bits(&fs, ours), n);
+	check_chains(&fs, ours);
+	check_chains(&fs, other);
 	unfragment_global_bitmap(&fs, kept, nkept);
 	super_unmount(&fs);
 	cr_assert(fsck_clean());
