@@ -226,13 +226,22 @@ out:
 	return rc;
 }
 
-/* One step of dropping what dst has where the shared clusters go (file_change_in_steps). */
+/*
+ * One step of making room in dst (file_change_in_steps): what lies
+ * between its size and the range reads as zeros, what it has where the
+ * shared clusters go is dropped.
+ */
 static int
 clear_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
 {
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
 	const struct share *s = arg;
+	uint64_t size = LE64(di->i_size), start = (uint64_t)s->cout << h->fs->cbits;
 	int rc;
 
+	if (start > size && ((rc = reflink_cow(h, ib, size, start)) != 0 ||
+	    (rc = file_zero(h->fs, di, size, start)) != 0))
+		return rc;
 	rc = extent_punch(h, ib, s->cout, s->cout + s->nc);
 	journal_dirty(h, ib);
 	return rc;
