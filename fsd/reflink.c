@@ -135,6 +135,50 @@ reflink_cow(struct fsd_handle *h, struct fsd_buf *ib, uint64_t from, uint64_t to
 	return 0;
 }
 
+/* Physical runs a file maps with the REFCOUNTED flag. */
+struct pruns {
+	struct { uint64_t start; uint32_t len; } *v;
+	unsigned	 n, cap;
+};
+
+static int
+shared_runs(struct fsd *fs, const struct ocfs2_dinode *di, struct pruns *pr)
+{
+	struct fsd_extent ex;
+	uint64_t cpos = 0;
+	uint32_t n;
+	void *nv;
+	int rc;
+
+	while (cpos < UINT32_MAX) {
+		if ((rc = cluster_run(fs, di, (uint32_t)cpos, UINT32_MAX - cpos, &ex, &n)) != 0)
+			return rc;
+		if (ex.pblk != 0 && ex.refcounted) {
+			if (pr->n == pr->cap) {
+				pr->cap = pr->cap ? 2 * pr->cap : 64;
+				if ((nv = realloc(pr->v, pr->cap * sizeof(*pr->v))) == NULL)
+					return -ENOMEM;
+				pr->v = nv;
+			}
+			pr->v[pr->n].start = ex.pblk >> c2b(fs);
+			pr->v[pr->n++].len = n;
+		}
+		cpos += n;
+	}
+	return 0;
+}
+
+static int
+overlaps(const struct pruns *pr, uint64_t p, uint32_t n)
+{
+	unsigned i;
+
+	for (i = 0; i < pr->n; i++)
+		if (pr->v[i].start < p + n && p < pr->v[i].start + pr->v[i].len)
+			return 1;
+	return 0;
+}
+
 /* The bytes of the source to share and the clusters they span. */
 struct share {
 	uint32_t	 cin, cout, nc;		/* src clusters [cin, cin+nc) to dst at cout */
@@ -143,18 +187,21 @@ struct share {
 
 /*
  * One handle's worth of sharing: from src cluster *at on, at most
- * RUNS_PER_HANDLE runs; *at moves past what is done. -EAGAIN: dst has
- * data where the range goes (written meanwhile): a copy must do.
+ * RUNS_PER_HANDLE runs; *at moves past what is done. *stop is set where
+ * a copy must do instead (dst has data where the range goes, written
+ * meanwhile, or maps some of those clusters already); -EAGAIN when it
+ * cannot share at all (inline data, another tree).
  */
 static int
 share_step(struct fsd *fs, struct fsd_inode *src, struct fsd_inode *dst, const struct share *s,
-    uint32_t *at)
+    uint32_t *at, int *stop)
 {
 	struct fsd_inode *first = src->blkno < dst->blkno ? src : dst;
 	struct fsd_inode *second = first == src ? dst : src;
 	struct fsd_buf *b1 = NULL, *b2 = NULL, *sb, *db;
 	struct ocfs2_dinode *sdi, *ddi;
-	uint32_t end = s->cin + s->nc, n, dn, out;
+	uint32_t end = s->cin + s->nc, cur = *at, n, dn, out;
+	struct pruns held = { NULL, 0, 0 };
 	struct fsd_extent ex, dex;
 	struct fsd_handle h;
 	unsigned runs = 0;
@@ -181,26 +228,32 @@ share_step(struct fsd *fs, struct fsd_inode *src, struct fsd_inode *dst, const s
 	if ((rc = journal_access(&h, sb)) != 0 || (rc = journal_access(&h, db)) != 0 ||
 	    (rc = refcount_tree_of(&h, sb)) != 0)
 		goto out;
+	/*
+	 * A file maps a cluster once at most (fsck.ocfs2 counts files per
+	 * cluster): what dst shares already of this tree stays out.
+	 */
+	if (has_tree(ddi) && (rc = shared_runs(fs, ddi, &held)) != 0)
+		goto out;
 	if ((rc = refcount_join(&h, db, sb)) != 0) {
 		rc = rc == -EXDEV ? -EAGAIN : rc;
 		goto out;
 	}
-	while (*at < end && runs < RUNS_PER_HANDLE) {
-		if ((rc = cluster_run(fs, sdi, *at, end - *at, &ex, &n)) != 0)
+	for (cur = *at; cur < end && runs < RUNS_PER_HANDLE; cur += n) {
+		if ((rc = cluster_run(fs, sdi, cur, end - cur, &ex, &n)) != 0)
 			goto out;
-		out = s->cout + (*at - s->cin);
+		out = s->cout + (cur - s->cin);
 		if ((rc = cluster_run(fs, ddi, out, n, &dex, &dn)) != 0)
 			goto out;
-		if (dex.pblk != 0) {
-			rc = -EAGAIN;
-			goto out;
-		}
 		n = dn;
+		if (dex.pblk != 0 || (ex.pblk != 0 && overlaps(&held, ex.pblk >> c2b(fs), n))) {
+			*stop = 1;
+			break;
+		}
 		if (ex.pblk != 0) {
 			p = ex.pblk >> c2b(fs);
 			flags = (ex.unwritten ? OCFS2_EXT_UNWRITTEN : 0) | OCFS2_EXT_REFCOUNTED;
 			/* the source's own reference first, when it had none */
-			if (!ex.refcounted && ((rc = extent_set_flags(&h, sb, *at, n, flags)) != 0 ||
+			if (!ex.refcounted && ((rc = extent_set_flags(&h, sb, cur, n, flags)) != 0 ||
 			    (rc = refcount_increase(&h, sb, p, n)) != 0))
 				goto out;
 			if ((rc = refcount_increase(&h, sb, p, n)) != 0 ||
@@ -208,10 +261,9 @@ share_step(struct fsd *fs, struct fsd_inode *src, struct fsd_inode *dst, const s
 				goto out;
 			runs++;
 		}
-		*at += n;
 	}
 	/* dst's size covers what is shared so far: a short copy is a true one */
-	size = *at == end ? s->end_out : (uint64_t)(s->cout + (*at - s->cin)) << fs->cbits;
+	size = cur == end ? s->end_out : (uint64_t)(s->cout + (cur - s->cin)) << fs->cbits;
 	if (size > LE64(ddi->i_size))
 		ddi->i_size = htole64(size);
 	inode_now(ddi, 0, 1, 1);
@@ -222,7 +274,9 @@ out:
 		inode_unlock_block_in(&h, second, b2);
 	if (b1 != NULL)
 		inode_unlock_block_in(&h, first, b1);
-	journal_stop(&h, rc != 0);
+	if ((rc = journal_stop(&h, rc != 0) ?: rc) == 0)
+		*at = cur;
+	free(held.v);
 	return rc;
 }
 
@@ -295,7 +349,7 @@ reflink_range(struct fsd *fs, struct fsd_inode *src, uint64_t off_in, struct fsd
 	struct fsd_inode *second = first == src ? dst : src;
 	struct share s = { 0, 0, 0, 0 };
 	uint32_t at = 0;
-	int rc;
+	int rc, stop = 0;
 
 	/* one file cannot map a cluster twice (fsck.ocfs2 counts files per cluster) */
 	if (!fs->refcount || src == dst || fs->readonly)
@@ -310,15 +364,16 @@ reflink_range(struct fsd *fs, struct fsd_inode *src, uint64_t off_in, struct fsd
 	rc = share_plan(fs, src, off_in, dst, off_out, &len, &s);
 	if (rc == 0 && (rc = inline_convert(fs, dst)) == 0)
 		rc = file_change_in_steps(fs, dst, clear_step, &s);
-	for (at = s.cin; rc == 0 && at < s.cin + s.nc;)
-		rc = share_step(fs, src, dst, &s, &at);
+	for (at = s.cin; rc == 0 && !stop && at < s.cin + s.nc;)
+		rc = share_step(fs, src, dst, &s, &at, &stop);
 	inode_rw_unlock(fs, second, LKM_EX);
 	inode_rw_unlock(fs, first, LKM_EX);
 	if (rc == 1)
 		return 0;
-	if (rc == -EAGAIN && at == s.cin)
+	/* nothing shared: the kernel copies; some: a short copy, the caller goes on */
+	if ((rc == -EAGAIN || rc == 0) && at == s.cin && s.nc > 0)
 		return -EOPNOTSUPP;
-	if (rc == -EAGAIN)
+	if (rc == -EAGAIN || (rc == 0 && at < s.cin + s.nc))
 		return (int64_t)(((uint64_t)(at - s.cin)) << fs->cbits);
 	return rc != 0 ? rc : (int64_t)len;
 }
