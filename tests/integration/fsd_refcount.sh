@@ -19,8 +19,9 @@
 # reads what the other wrote; the source never changes. fsck.ocfs2 -fn
 # judges every volume (counts, records, rf_count).
 #
-# FSD_REFCOUNT_OPS (default 200) operations per model run and
-# FSD_REFCOUNT_ROUNDS (default 1) crash rounds each; make soak runs more.
+# FSD_REFCOUNT_OPS (default 250) operations per model run, one per seed
+# of FSD_REFCOUNT_SEEDS (default 1), and FSD_REFCOUNT_ROUNDS (default 1)
+# crash rounds each; make soak runs more.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -28,7 +29,8 @@ source "$(dirname "$0")/fsd_lib.inc"
 D=$FSD_DIR
 MNT=$D/mnt
 CS=4096
-OPS=${FSD_REFCOUNT_OPS:-200}
+OPS=${FSD_REFCOUNT_OPS:-250}
+SEEDS=${FSD_REFCOUNT_SEEDS:-1}
 ROUNDS=${FSD_REFCOUNT_ROUNDS:-1}
 MODEL_PY=$TOP/tests/integration/fsd_refcount_model.py
 
@@ -123,7 +125,7 @@ EOF
 check "a copy of shared clusters to another place of a sharing file" cmp "$MNT/A" "$D/a2.model"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean: no file maps a cluster twice" fsck_clean "$IMG"
-for seed in 1 2; do
+for seed in $SEEDS; do
 	run_check "mount (model run $seed)" fsd_mount "$IMG" "$MNT"
 	rm -f "$MNT/B"
 	"$O2CTL" reflink "$MNT/A" "$MNT/B"
@@ -199,6 +201,8 @@ with open(lst, 'a') as out:
         i += step
 EOF
 }
+# listed LIST N: the writer listed N writes at least.
+listed() { [[ $(wc -l <"$1") -ge $2 ]]; }
 # verify_writes FILE LIST SRC: listed clusters carry their pattern, others SRC's bytes.
 verify_writes() {
 	python3 - "$1" "$2" "$3" $CS <<'EOF'
@@ -229,7 +233,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		writer "$MNT/R" "$step" "$D/list" >/dev/null 2>&1 &
 		WL=$!
 		# the tree's root overflows after some 120 writes every other cluster
-		wait_for 15 test "$(wc -l <"$D/list")" -ge $((step == 1 ? 20 : 130))
+		wait_for 15 listed "$D/list" $((step == 1 ? 20 : 130))
 		sleep "0.$((RANDOM % 9 + 1))"
 		kill -9 "$FSD_PID"
 		wait "$FSD_PID" 2>/dev/null
@@ -259,7 +263,7 @@ if ! lc up 2 --image "$IMG2" --hb-interval-ms 200 --dead-threshold 20 >/dev/null
 fi
 declare -a M=()
 for k in 1 2; do run_check "node$k mounts" node_mount "$k"; done
-head -c $((8 << 20)) /dev/urandom >"$D/src.data"
+head -c $((4 << 20)) /dev/urandom >"$D/src.data"
 cp "$D/src.data" "${M[1]}/src" && sync "${M[1]}/src"
 # node2 reads the source over and over while node1 reflinks it
 python3 - "${M[2]}/src" "$D/src.data" "$D/reader.out" <<'EOF' &
@@ -292,8 +296,8 @@ import os, random, sys
 rnd = random.Random(int(sys.argv[3]))
 fd, md = os.open(sys.argv[1], os.O_WRONLY), os.open(sys.argv[2], os.O_WRONLY)
 for _ in range(150):
-    off, buf = rnd.randrange(8 << 20), rnd.randbytes(rnd.choice([10, 4096, 9000]))
-    off = min(off, (8 << 20) - len(buf))
+    off, buf = rnd.randrange(4 << 20), rnd.randbytes(rnd.choice([10, 4096, 9000]))
+    off = min(off, (4 << 20) - len(buf))
     os.pwrite(fd, buf, off)
     os.pwrite(md, buf, off)
 os.fsync(fd)
