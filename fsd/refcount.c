@@ -317,13 +317,16 @@ leaf_index(struct fsd *fs, struct fsd_buf *root, uint64_t cpos, unsigned *idx, u
 	const struct ocfs2_extent_list *el = &rb_of(root)->rf_list;
 	unsigned k, n = LE16(el->l_next_free_rec);
 
-	if (LE16(el->l_tree_depth) != 0 || n == 0) {
+	if (n == 0) {
+		fsd_corrupt(fs, root->blkno, "refcount tree without leaves");
+		return -EIO;
+	}
+	if (LE16(el->l_tree_depth) != 0) {
 		/* the kernel grows the root's list into extent blocks past ~250 leaves */
-		log_warnx("block %llu: refcount tree of depth %u with %u leaves: fsd changes "
-		    "only trees whose root lists their leaves", (unsigned long long)root->blkno,
-		    LE16(el->l_tree_depth), n);
-		return n == 0 ? (fsd_corrupt(fs, root->blkno, "refcount tree without leaves"), -EIO) :
-		    -EOPNOTSUPP;
+		log_warnx("block %llu: refcount tree of depth %u: fsd changes only trees "
+		    "whose root lists their leaves", (unsigned long long)root->blkno,
+		    LE16(el->l_tree_depth));
+		return -EOPNOTSUPP;
 	}
 	for (k = 0; k + 1 < n && LE32(el->l_recs[k + 1].e_cpos) <= (cpos & OCFS2_32BIT_POS_MASK);
 	    k++)

@@ -315,5 +315,7 @@ check "node2 deletes the source" rm "${M[2]}/src"
 check "node1 still reads copy3 whole" cmp "${M[1]}/copy3" "$D/src.data"
 for k in 1 2; do check "node$k unmounts" lc umount "$k"; done
 check "fsck clean (two nodes)" fsck_clean "$IMG2"
+check "no fsd reported a sanitizer error or a crash" sh -c \
+    "! grep -aE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' '$LOCALCLUSTER_DIR'/node*/log/fsd.log"
 
 finish
