@@ -12,7 +12,9 @@
 # of copy-on-writes split the refcount records until the root's list
 # overflows and the tree grows leaves. fsd killed with SIGKILL while it
 # copies on write, and while the tree grows: every fsync'ed write is
-# there after the replay, the source is untouched, fsck clean.
+# there after the replay, the source is untouched, fsck clean. A damaged
+# refcount block gives EIO to a write that needs it, logged with its
+# number; reads go on, and the mount refuses writes from then on.
 #
 # Two nodes: node1 reflinks a file while node2 reads the source; each
 # node writes its own copy (copy-on-write under the tree's 'T' lock) and
@@ -180,6 +182,26 @@ run_check "unmount" fsd_umount "$MNT"
 check "fsck clean after both went" fsck_clean "$IMG"
 run_check "remount" fsd_mount "$IMG" "$MNT"
 check_eq "every cluster is free again" "$FREE0" "$(free_blocks "$MNT")"
+run_check "unmount" fsd_umount "$MNT"
+
+echo "-- a damaged refcount block"
+IMGC=$D/c.img
+check "mkfs" mkfs_img_size "$IMGC" 64M -M local -b 4096 -C $CS
+run_check "mount" fsd_mount "$IMGC" "$MNT"
+head -c $((16 * CS)) /dev/urandom >"$D/f.data"
+cp "$D/f.data" "$MNT/F" && sync "$MNT/F"
+"$O2CTL" reflink "$MNT/F" "$MNT/G"
+run_check "unmount" fsd_umount "$MNT"
+RB=$(refcount_loc "$IMGC" /F)
+poke "$IMGC" "$RB" 0 58	# the signature's first byte
+run_check "mount with the refcount root damaged" fsd_mount "$IMGC" "$MNT"
+check "the shared file still reads whole" cmp "$MNT/G" "$D/f.data"
+expect_error "a write into a shared cluster fails with EIO" "Input/output error" \
+    dd if=/dev/zero of="$MNT/G" bs=$CS count=1 conv=notrunc,fsync status=none
+check "fsd logged the block and why" grep -q "corrupt metadata at block $RB: bad signature" "$MNT.log"
+check "... and the source is unchanged" cmp "$MNT/F" "$D/f.data"
+expect_error "then writes are refused, as after any corruption" "Read-only file system" \
+    touch "$MNT/H"
 run_check "unmount" fsd_umount "$MNT"
 
 echo "-- crashes during copy-on-write and during tree growth"
