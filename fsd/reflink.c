@@ -20,8 +20,13 @@
 
 #include "fsd.h"
 
-/* Shared runs handled per handle: each may rebuild the refcount tree. */
-#define RUNS_PER_HANDLE	64
+/*
+ * A handle shares at most this many runs, and stops taking more once it
+ * has changed this many blocks: each run may rebuild the refcount tree
+ * into new blocks, and a transaction must fit the journal.
+ */
+#define RUNS_PER_HANDLE		64
+#define BLOCKS_PER_HANDLE	256
 
 static unsigned
 c2b(const struct fsd *fs)
@@ -238,7 +243,8 @@ share_step(struct fsd *fs, struct fsd_inode *src, struct fsd_inode *dst, const s
 		rc = rc == -EXDEV ? -EAGAIN : rc;
 		goto out;
 	}
-	for (cur = *at; cur < end && runs < RUNS_PER_HANDLE; cur += n) {
+	for (cur = *at; cur < end && runs < RUNS_PER_HANDLE && h.nundo < BLOCKS_PER_HANDLE;
+	    cur += n) {
 		if ((rc = cluster_run(fs, sdi, cur, end - cur, &ex, &n)) != 0)
 			goto out;
 		out = s->cout + (cur - s->cin);
