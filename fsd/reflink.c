@@ -318,18 +318,23 @@ share_plan(struct fsd *fs, struct fsd_inode *src, uint64_t off_in, struct fsd_in
 {
 	uint64_t cs = fs->vol.cluster_bytes, ssize, dsize, cend;
 	struct fsd_buf *b;
-	int rc, inl;
+	int rc, inl, reg;
 
 	if ((rc = inode_lock_block(fs, src, LKM_PR, &b)) != 0)
 		return rc;
 	ssize = LE64(((const struct ocfs2_dinode *)b->data)->i_size);
 	inl = inline_has((const struct ocfs2_dinode *)b->data);
+	reg = S_ISREG(LE16(((const struct ocfs2_dinode *)b->data)->i_mode));
 	inode_unlock_block(fs, src, LKM_PR, b);
 	if ((rc = inode_lock_block(fs, dst, LKM_PR, &b)) != 0)
 		return rc;
 	dsize = LE64(((const struct ocfs2_dinode *)b->data)->i_size);
 	inl |= inline_has((const struct ocfs2_dinode *)b->data) && dsize > 0;
+	reg &= S_ISREG(LE16(((const struct ocfs2_dinode *)b->data)->i_mode));
 	inode_unlock_block(fs, dst, LKM_PR, b);
+	/* the kernel sends regular files only (generic_copy_file_checks) */
+	if (!reg)
+		return -EINVAL;
 	if (off_in >= ssize)
 		return 1;
 	if (*len > ssize - off_in)
