@@ -520,6 +520,20 @@ path_normalize(struct fsd_handle *h, struct xroot *xr, struct xpath *p)
 }
 
 /*
+ * Shared clusters to release at once: every other one may be the last
+ * reference of a run of its own, and the truncate log must take every
+ * run freed (refcount_decrease's -EAGAIN, when it cannot, must be cured
+ * by a flush). Past that the record is cut again on the next turn.
+ */
+static uint32_t
+release_limit(struct fsd *fs)
+{
+	int room = tl_room(fs);
+
+	return room > 1 ? 2 * (uint32_t)(room - 1) : 1;
+}
+
+/*
  * Clusters leave a file: into the truncate log, or, shared through the
  * refcount tree, one reference less (freed when it was the last).
  */
@@ -588,6 +602,8 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 		start = LE32(r->e_cpos);
 		len = LE16(r->e_leaf_clusters);
 		cut = start >= keep ? len : start + len - keep;
+		if ((r->e_flags & OCFS2_EXT_REFCOUNTED) && cut > release_limit(fs))
+			cut = release_limit(fs);	/* the rest on the next turn */
 		blk = LE64(r->e_blkno) + (uint64_t)(len - cut) * fs->bpc;
 		/* Freed clusters wait in the truncate log until this commits. */
 		if ((rc = release_clusters(h, ib, r->e_flags, blk >> (fs->cbits - fs->bbits), cut)) != 0)
@@ -1116,6 +1132,8 @@ extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t e
 			n = end - cpos;
 		if (n == 0)
 			return -EIO;
+		if (ex.refcounted && n > release_limit(fs))
+			n = release_limit(fs);
 		if (ex.pblk != 0) {
 			rc = release_clusters(h, ib, ex.refcounted ? OCFS2_EXT_REFCOUNTED : 0,
 			    ex.pblk >> shift, (uint32_t)n);

@@ -12,7 +12,8 @@
 # of copy-on-writes split the refcount records until the root's list
 # overflows and the tree grows leaves. fsd killed with SIGKILL while it
 # copies on write, and while the tree grows: every fsync'ed write is
-# there after the replay, the source is untouched, fsck clean. A damaged
+# there after the replay, the source is untouched, fsck clean. Freeing
+# more runs than the truncate log holds goes in several handles. A damaged
 # refcount block gives EIO to a write that needs it, logged with its
 # number; reads go on, and the mount refuses writes from then on.
 #
@@ -37,6 +38,8 @@ ROUNDS=${FSD_REFCOUNT_ROUNDS:-1}
 MODEL_PY=$TOP/tests/integration/fsd_refcount_model.py
 
 free_blocks() { stat -f -c %f "$1"; }
+# freed_since BEFORE BYTES: $MNT has BYTES more free than BEFORE blocks (statfs) said.
+freed_since() { (( ($(free_blocks "$MNT") - $1) * $(stat -f -c %S "$MNT") >= $2 )); }
 # refcount_loc IMG PATH: the inode's refcount block; ext_flags IMG PATH: its extents' flags (debugfs).
 refcount_loc() { debugfs.ocfs2 -R "stat $2" "$1" 2>/dev/null | sed -n 's/.*Refcount Block: \([0-9]*\).*/\1/p'; }
 ext_flags() { debugfs.ocfs2 -R "stat $2" "$1" 2>/dev/null | awk '/^\t## Offset/ {on=1; next} on && NF>=5 {print $5}' | sort -u | tr '\n' ' '; }
@@ -183,6 +186,31 @@ check "fsck clean after both went" fsck_clean "$IMG"
 run_check "remount" fsd_mount "$IMG" "$MNT"
 check_eq "every cluster is free again" "$FREE0" "$(free_blocks "$MNT")"
 run_check "unmount" fsd_umount "$MNT"
+
+echo "-- more freed runs at once than the truncate log holds"
+# 1 KiB blocks: the truncate log holds some 100 runs; deleting the
+# source of a copy written every other cluster frees 200 runs
+IMGS=$D/small.img
+check "mkfs (1 KiB blocks)" mkfs_img_size "$IMGS" 64M -M local -b 1024 -C $CS
+run_check "mount" fsd_mount "$IMGS" "$MNT"
+head -c $((400 * CS)) /dev/urandom >"$MNT/P"
+sync "$MNT/P"
+"$O2CTL" reflink "$MNT/P" "$MNT/Q"
+python3 - "$MNT/Q" $CS <<'EOF'
+import os, sys
+fd, cs = os.open(sys.argv[1], os.O_WRONLY), int(sys.argv[2])
+for i in range(0, 400, 2):
+    os.pwrite(fd, b'\xee', i * cs)
+os.fsync(fd)
+EOF
+sync "$MNT"
+FREEQ=$(free_blocks "$MNT")
+rm "$MNT/P"
+check "deleting the source frees its 200 runs (in several handles)" \
+    wait_for 20 freed_since "$FREEQ" $((200 * CS))
+check "punching the copy whole frees the rest" timeout 20 fallocate -p -o 0 -l $((400 * CS)) "$MNT/Q"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMGS"
 
 echo "-- a damaged refcount block"
 IMGC=$D/c.img
