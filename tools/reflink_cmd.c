@@ -53,7 +53,7 @@ cmd_reflink(struct o2ctl *ctl, int argc, char **argv)
 {
 	const char *src, *dst, *what = "opening the source";
 	struct timespec times[2];
-	struct stat st;
+	struct stat st, dst_st;
 	loff_t in = 0, out = 0;
 	ssize_t n;
 	int sfd, dfd = -1, saved;
@@ -73,6 +73,15 @@ cmd_reflink(struct o2ctl *ctl, int argc, char **argv)
 	what = "creating the target";
 	if ((dfd = open(dst, O_WRONLY | O_CREAT | O_EXCL, 0600)) == -1)
 		goto fail;
+	if (fstat(dfd, &dst_st) != 0)
+		goto fail_dst;
+	if (dst_st.st_dev != st.st_dev) {
+		unlink(dst);
+		close(dfd);
+		close(sfd);
+		fprintf(stderr, "o2ctl: reflink: %s and %s are not on the same volume\n", src, dst);
+		return EX_FAIL;
+	}
 	what = "sharing the data";
 	while (in < st.st_size) {
 		if ((n = copy_file_range(sfd, &in, dfd, &out, (size_t)(st.st_size - in), 0)) < 0)
