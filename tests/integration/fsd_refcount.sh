@@ -72,6 +72,9 @@ check "... and B is untouched" cmp "$MNT/A" "$MNT/B"
 expect_error "reflink of a directory is refused" "not a regular file" \
     "$O2CTL" reflink "$MNT" "$MNT/dirlink"
 check "... and leaves nothing" test ! -e "$MNT/dirlink"
+expect_error "reflink onto another volume is refused" "not on the same volume" \
+    "$O2CTL" reflink "$MNT/A" "$D/elsewhere"
+check "... and leaves nothing" test ! -e "$D/elsewhere"
 
 # copy_file_range: aligned ranges share, an unaligned one copies
 python3 - "$MNT/A" "$MNT/C" "$MNT/D" $CS <<'EOF'
