@@ -606,7 +606,8 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 			cut = release_limit(fs);	/* the rest on the next turn */
 		blk = LE64(r->e_blkno) + (uint64_t)(len - cut) * fs->bpc;
 		/* Freed clusters wait in the truncate log until this commits. */
-		if ((rc = release_clusters(h, ib, r->e_flags, blk >> (fs->cbits - fs->bbits), cut)) != 0)
+		rc = release_clusters(h, ib, r->e_flags, blk >> (fs->cbits - fs->bbits), cut);
+		if (rc != 0)
 			goto out;
 		if (cut == len) {
 			memset(r, 0, sizeof(*r));

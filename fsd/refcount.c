@@ -115,7 +115,8 @@ inode_root(struct fsd_handle *h, struct fsd_buf *ib, struct fsd_buf **rbp)
 	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)ib->data;
 
 	if (!(LE16(di->i_dyn_features) & OCFS2_HAS_REFCOUNT_FL) || LE64(di->i_refcount_loc) == 0) {
-		fsd_corrupt(h->fs, ib->blkno, "refcounted extent in an inode without a refcount tree");
+		fsd_corrupt(h->fs, ib->blkno,
+		    "refcounted extent in an inode without a refcount tree");
 		return -EIO;
 	}
 	return root_lock(h, LE64(di->i_refcount_loc), rbp);
@@ -460,7 +461,8 @@ tree_change(struct fsd_handle *h, struct fsd_buf *root, uint64_t cpos, uint64_t 
 	char why[128];
 	int m, rc;
 
-	if ((in = calloc(per, sizeof(*in))) == NULL || (out = calloc(4 * per + 4, sizeof(*out))) == NULL ||
+	if ((in = calloc(per, sizeof(*in))) == NULL ||
+	    (out = calloc(4 * per + 4, sizeof(*out))) == NULL ||
 	    (z != NULL && (rc = zeroed_room(z, 4 * per + 4)) != 0)) {
 		rc = -ENOMEM;
 		goto out;

@@ -131,7 +131,8 @@ reflink_cow(struct fsd_handle *h, struct fsd_buf *ib, uint64_t from, uint64_t to
 			/* the copy is on disk before the commit that maps it (ordered) */
 			if (!ex.unwritten && (rc = copy_clusters(fs, p, start, run)) != 0)
 				return rc;
-			if ((rc = extent_remap(h, ib, c, run, (uint64_t)start << c2b(fs), flags)) != 0 ||
+			if ((rc = extent_remap(h, ib, c, run, (uint64_t)start << c2b(fs),
+			    flags)) != 0 ||
 			    (rc = refcount_decrease(h, ib, p, run, 1)) != 0)
 				return rc;
 		}
@@ -186,7 +187,7 @@ overlaps(const struct pruns *pr, uint64_t p, uint32_t n)
 
 /* The bytes of the source to share and the clusters they span. */
 struct share {
-	uint32_t	 cin, cout, nc;		/* src clusters [cin, cin+nc) to dst at cout */
+	uint32_t	 cin, cout, nc;	/* src clusters [cin, cin+nc) to dst at cout */
 	uint64_t	 end_out;		/* dst's size at least this once shared */
 };
 
@@ -259,7 +260,8 @@ share_step(struct fsd *fs, struct fsd_inode *src, struct fsd_inode *dst, const s
 			p = ex.pblk >> c2b(fs);
 			flags = (ex.unwritten ? OCFS2_EXT_UNWRITTEN : 0) | OCFS2_EXT_REFCOUNTED;
 			/* the source's own reference first, when it had none */
-			if (!ex.refcounted && ((rc = extent_set_flags(&h, sb, cur, n, flags)) != 0 ||
+			if (!ex.refcounted &&
+			    ((rc = extent_set_flags(&h, sb, cur, n, flags)) != 0 ||
 			    (rc = refcount_increase(&h, sb, p, n)) != 0))
 				goto out;
 			if ((rc = refcount_increase(&h, sb, p, n)) != 0 ||
