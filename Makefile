@@ -212,6 +212,7 @@ bench: all $(BENCH_BINS)
 # (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's
 # writeback cache off; then fsd_xattr.sh with SOAK_XATTR_ATTRS attributes
 # on a file, on each geometry and 16K clusters; then fsd_crash.sh with more rounds; then
+# fsd_refcount.sh with more model operations, seeds and kills; then
 # fsd_dxdir.sh with more kills and its speed figure; then
 # fsd_stress.sh (three nodes) with more seeds and operations; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
@@ -227,6 +228,9 @@ SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
 SOAK_CRASH_ROUNDS ?= 40
 SOAK_DXDIR_ROUNDS ?= 20
+SOAK_REFCOUNT_OPS ?= 3000
+SOAK_REFCOUNT_SEEDS ?= 1 2 3 4 5 6
+SOAK_REFCOUNT_ROUNDS ?= 10
 SOAK_XATTR_ATTRS ?= 3000
 SOAK_FUZZ_RUNS	 ?= 1000000
 SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
@@ -255,6 +259,10 @@ soak: all
 	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
 	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_crash.sh || rc=1; \
+	echo "== fsd_refcount: $(SOAK_REFCOUNT_OPS) operations, seeds $(SOAK_REFCOUNT_SEEDS), $(SOAK_REFCOUNT_ROUNDS) crash rounds"; \
+	FSD_REFCOUNT_OPS=$(SOAK_REFCOUNT_OPS) FSD_REFCOUNT_SEEDS="$(SOAK_REFCOUNT_SEEDS)" \
+	    FSD_REFCOUNT_ROUNDS=$(SOAK_REFCOUNT_ROUNDS) OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/fsd_refcount.sh || rc=1; \
 	echo "== fsd_dxdir: $(SOAK_DXDIR_ROUNDS) kills while creating, the speed of indexed and linear directories"; \
 	FSD_DXDIR_CRASH_ROUNDS=$(SOAK_DXDIR_ROUNDS) FSD_DXDIR_SPEED=1 OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_dxdir.sh || rc=1; \

@@ -221,6 +221,8 @@ block_check_of(struct fsd *fs, enum blk_type type, uint8_t *data)
 		return &((struct ocfs2_dx_leaf *)data)->dl_check;
 	case BLK_XATTR:
 		return &((struct ocfs2_xattr_block *)data)->xb_check;
+	case BLK_REFCOUNT:
+		return &((struct ocfs2_refcount_block *)data)->rf_check;
 	case BLK_RAW:
 	case BLK_NTYPES:
 		break;
@@ -484,6 +486,49 @@ validate_extent_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_extent_
 	    ocfs2_extent_recs_per_eb(fs->vol.block_bytes), why, whylen);
 }
 
+/*
+ * A refcount block (doc/refcount.md): its list is an extent list when
+ * OCFS2_REFCOUNT_TREE_FL says it is a tree's root, records otherwise;
+ * records are sorted and never overlap (fsck.ocfs2/refcount.c, check_rl).
+ */
+static int
+validate_refcount_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_refcount_block *rb,
+    char *why, size_t whylen)
+{
+	unsigned bs = fs->vol.block_bytes, i, used;
+	const struct ocfs2_refcount_rec *r;
+	uint64_t prev_end = 0;
+
+	if (check_header(fs, blkno, OCFS2_REFCOUNT_BLOCK_SIGNATURE, rb->rf_signature,
+	    LE64(rb->rf_blkno), LE32(rb->rf_fs_generation), why, whylen) == -1)
+		return -1;
+	if (LE32(rb->rf_flags) & OCFS2_REFCOUNT_TREE_FL)
+		return check_extent_list(fs, &rb->rf_list, ocfs2_extent_recs_per_rb(bs), why,
+		    whylen);
+	used = LE16(rb->rf_records.rl_used);
+	if (LE16(rb->rf_records.rl_count) > ocfs2_refcount_recs_per_rb(bs) ||
+	    used > LE16(rb->rf_records.rl_count)) {
+		snprintf(why, whylen, "impossible refcount list (count %u, used %u)",
+		    LE16(rb->rf_records.rl_count), used);
+		return -1;
+	}
+	for (i = 0; i < used; i++) {
+		r = &rb->rf_records.rl_recs[i];
+		if (LE32(r->r_clusters) == 0 || LE32(r->r_refcount) == 0 ||
+		    LE64(r->r_cpos) < prev_end ||
+		    !block_in_volume(fs, LE64(r->r_cpos) * fs->bpc,
+		    (uint64_t)LE32(r->r_clusters) * fs->bpc)) {
+			snprintf(why, whylen, "refcount record %u (%u clusters at %llu, count %u) "
+			    "is empty, overlaps or lies outside the volume", i,
+			    LE32(r->r_clusters), (unsigned long long)LE64(r->r_cpos),
+			    LE32(r->r_refcount));
+			return -1;
+		}
+		prev_end = LE64(r->r_cpos) + LE32(r->r_clusters);
+	}
+	return 0;
+}
+
 static int
 validate_group(struct fsd *fs, uint64_t blkno, const struct ocfs2_group_desc *gd,
     char *why, size_t whylen)
@@ -521,6 +566,8 @@ block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 		return check_dx_block(fs, type, blkno, data, why, whylen);
 	case BLK_XATTR:
 		return validate_xattr_block(fs, blkno, (const void *)data, why, whylen);
+	case BLK_REFCOUNT:
+		return validate_refcount_block(fs, blkno, (const void *)data, why, whylen);
 	case BLK_RAW:
 	case BLK_NTYPES:
 		break;

@@ -104,7 +104,7 @@ dir_iterate(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t pos,
 {
 	unsigned bs = fs->vol.block_bytes;
 	uint64_t size = LE64(di->i_size), nblocks, lblk, blkno = LE64(di->i_blkno);
-	struct fsd_extent ex = { 0, 0, 0 };
+	struct fsd_extent ex = { 0, 0, 0, 0 };
 	uint64_t ex_start = 0;
 	struct fsd_buf *b;
 	char why[96];
@@ -300,7 +300,7 @@ for_each_block(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from,
     int (*fn)(void *, struct fsd_buf *, uint64_t), void *arg, struct fsd_buf **bp)
 {
 	uint64_t nblocks = dir_blocks(fs, di), lblk, ex_start = 0;
-	struct fsd_extent ex = { 0, 0, 0 };
+	struct fsd_extent ex = { 0, 0, 0, 0 };
 	struct fsd_buf *b;
 	int r;
 

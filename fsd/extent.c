@@ -149,6 +149,7 @@ extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 			ex->pblk = LE64(r->e_blkno) + (cpos - start) * fs->bpc + inoff;
 			ex->nblocks = (start + len - cpos) * fs->bpc - inoff;
 			ex->unwritten = (r->e_flags & OCFS2_EXT_UNWRITTEN) != 0;
+			ex->refcounted = (r->e_flags & OCFS2_EXT_REFCOUNTED) != 0;
 			block_put(fs, b);
 			return 0;
 		}
@@ -517,6 +518,33 @@ path_normalize(struct fsd_handle *h, struct xroot *xr, struct xpath *p)
 	path_dirty(h, p);
 }
 
+/*
+ * Shared clusters to release at once: every other one may be the last
+ * reference of a run of its own, and the truncate log must take every
+ * run freed (refcount_decrease's -EAGAIN, when it cannot, must be cured
+ * by a flush). Past that the record is cut again on the next turn.
+ */
+static uint32_t
+release_limit(struct fsd *fs)
+{
+	int room = tl_room(fs);
+
+	return room > 1 ? 2 * (uint32_t)(room - 1) : 1;
+}
+
+/*
+ * Clusters leave a file: into the truncate log, or, shared through the
+ * refcount tree, one reference less (freed when it was the last).
+ */
+static int
+release_clusters(struct fsd_handle *h, struct fsd_buf *ib, uint8_t flags, uint64_t cpos,
+    uint32_t n)
+{
+	if (flags & OCFS2_EXT_REFCOUNTED)
+		return refcount_decrease(h, ib, cpos, n, 1);
+	return tl_append(h, (uint32_t)cpos, n);
+}
+
 int
 extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 {
@@ -573,9 +601,12 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 		start = LE32(r->e_cpos);
 		len = LE16(r->e_leaf_clusters);
 		cut = start >= keep ? len : start + len - keep;
+		if ((r->e_flags & OCFS2_EXT_REFCOUNTED) && cut > release_limit(fs))
+			cut = release_limit(fs);	/* the rest on the next turn */
 		blk = LE64(r->e_blkno) + (uint64_t)(len - cut) * fs->bpc;
 		/* Freed clusters wait in the truncate log until this commits. */
-		if ((rc = tl_append(h, (uint32_t)(blk >> (fs->cbits - fs->bbits)), cut)) != 0)
+		rc = release_clusters(h, ib, r->e_flags, blk >> (fs->cbits - fs->bbits), cut);
+		if (rc != 0)
 			goto out;
 		if (cut == len) {
 			memset(r, 0, sizeof(*r));
@@ -1101,9 +1132,12 @@ extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t e
 			n = end - cpos;
 		if (n == 0)
 			return -EIO;
+		if (ex.refcounted && n > release_limit(fs))
+			n = release_limit(fs);
 		if (ex.pblk != 0) {
-			/* the clusters wait in the truncate log until this commits */
-			if ((rc = tl_append(h, (uint32_t)(ex.pblk >> shift), (unsigned)n)) != 0)
+			rc = release_clusters(h, ib, ex.refcounted ? OCFS2_EXT_REFCOUNTED : 0,
+			    ex.pblk >> shift, (uint32_t)n);
+			if (rc != 0)
 				return rc;
 			e = (struct xedit){ XEDIT_REMOVE, cpos, (uint32_t)n, 0, 0 };
 			if ((rc = tree_edit(h, ib, &e)) != 0)
@@ -1114,4 +1148,17 @@ extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t e
 		cpos += (uint32_t)n;
 	}
 	return 0;
+}
+
+int
+extent_remap(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
+    uint64_t pblk, uint8_t flags)
+{
+	struct xedit out = { XEDIT_REMOVE, cpos, len, 0, 0 };
+	struct xedit in = { XEDIT_INSERT, cpos, len, pblk, flags };
+	int rc;
+
+	if ((rc = journal_access(h, ib)) != 0 || (rc = tree_edit(h, ib, &out)) != 0)
+		return rc;
+	return tree_edit(h, ib, &in);
 }

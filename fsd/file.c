@@ -236,6 +236,9 @@ file_prepare_range(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, size_
 
 	if (inline_has(di) && (rc = inline_file_to_extents(h, ib)) != 0)
 		return rc;
+	/* shared clusters the write or the zeros before it touch become the file's own */
+	if ((rc = reflink_cow(h, ib, off > size ? size : off, off + len)) != 0)
+		return rc;
 	if (fs->sparse)
 		rc = sparse_prepare_write(h, ib, off, len);
 	else
@@ -420,6 +423,7 @@ setsize_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
 	if (newsize > size) {
 		/* a sparse file grows by a hole: nothing to allocate */
 		if ((!fs->sparse && (rc = file_allocate(h, ib, newsize)) != 0) ||
+		    (rc = reflink_cow(h, ib, size, newsize)) != 0 ||
 		    (rc = file_zero(fs, di, size, newsize)) != 0)
 			return rc;
 	} else {
@@ -481,6 +485,9 @@ free_all_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
 		return rc;
 	rc = extent_truncate(h, ib, 0);
 	if (rc != 0 && rc != -EAGAIN)
+		return rc;
+	/* no shared cluster left: the inode leaves its refcount tree */
+	if (rc == 0 && (rc = refcount_leave(h, ib)) != 0)
 		return rc;
 	/* size first: never more bytes than clusters */
 	di->i_size = 0;

@@ -55,6 +55,10 @@
  *   inline.c     inline data: small files kept inside the inode, and their
  *                conversion to extents when they outgrow it
  *   sparse.c     holes, unwritten extents, fallocate modes, SEEK_DATA/HOLE
+ *   refcount.c   refcount trees: how many files map each shared cluster,
+ *                under the tree's 'T' cluster lock
+ *   reflink.c    shared extents: copy_file_range shares clusters, writes
+ *                copy them first (copy-on-write)
  *   xattr.c      extended attributes: the inline area, xattr blocks, bucket
  *                trees, value trees; freeing them on delete
  *   acl.c        POSIX ACLs kept in xattrs: the kernel's form, the mode,
@@ -101,6 +105,7 @@ enum blk_type {
 	BLK_DX_ROOT,	/* directory index root */
 	BLK_DX_LEAF,	/* directory index leaf */
 	BLK_XATTR,	/* xattr block: its header or its bucket tree's root */
+	BLK_REFCOUNT,	/* refcount block: a tree's root or leaf */
 	BLK_NTYPES
 };
 
@@ -279,6 +284,7 @@ struct fsd {
 	uint32_t	 xattr_uuid_hash;	/* s_uuid_hash: seeds name hashes */
 	int		 append_dio;		/* O_DIRECT appends keep a dio record */
 	int		 metaecc;		/* metadata blocks carry checks (doc/metaecc.md) */
+	int		 refcount;		/* files may share clusters (doc/refcount.md) */
 	unsigned long	 ecc_fixed;		/* single-bit errors corrected on read */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
@@ -401,7 +407,7 @@ void	 plock_flush(struct fsd *fs, uint64_t blkno, uint64_t owner);
 /* lockres.c */
 enum fsd_lock_type { FSD_LOCK_META, FSD_LOCK_RW, FSD_LOCK_OPEN, FSD_LOCK_SUPER,
 	FSD_LOCK_RENAME, FSD_LOCK_ORPHAN_SCAN, FSD_LOCK_FLOCK, FSD_LOCK_PLOCK,
-	FSD_LOCK_NTYPES };
+	FSD_LOCK_REFCOUNT, FSD_LOCK_NTYPES };
 
 /* Requests carry the value block (DLM_LKF_VALBLK). */
 #define LOCK_TYPE_USES_LVB		0x1
@@ -447,6 +453,7 @@ extern const struct fsd_lock_ops rename_lock_ops;	/* ops_namei.c */
 extern const struct fsd_lock_ops orphan_scan_lock_ops;	/* orphanscan.c */
 extern const struct fsd_lock_ops flock_lock_ops;	/* flock.c */
 extern const struct fsd_lock_ops plock_lock_ops;	/* plock.c */
+extern const struct fsd_lock_ops refcount_lock_ops;	/* refcount.c */
 /* The OCFS2 lock name: type + "000000" + 16 hex of blkno + 8 hex of generation. */
 void	 lockres_name(char *out, size_t outlen, enum fsd_lock_type type,
 	    uint64_t blkno, uint32_t generation);
@@ -648,6 +655,8 @@ int	 inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gi
 	    uint64_t rdev, struct fsd_buf **ib);
 /* Free an inode whose clusters are gone: clear VALID, set dtime, free its bit. */
 int	 inode_wipe(struct fsd_handle *h, struct fsd_buf *ib);
+/* A generation for a new inode or refcount tree (never 0 twice in a row). */
+uint32_t fsd_new_generation(void);
 /* Stamp the current time into the chosen fields. */
 void	 inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime);
 /*
@@ -664,6 +673,7 @@ struct fsd_extent {
 	uint64_t	pblk;		/* 0: a hole */
 	uint64_t	nblocks;	/* length of the run from lblk */
 	int		unwritten;	/* reads as zeros */
+	int		refcounted;	/* shared through the inode's refcount tree */
 };
 /*
  * Map logical block lblk through the extent list el (in an inode, or any
@@ -707,6 +717,51 @@ int	 extent_set_flags(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, u
  * log is full: what was unmapped stays so (flush and call again).
  */
 int	 extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t end);
+
+/*
+ * Map [cpos, cpos+len), all of it mapped, to the clusters at pblk with
+ * these flags instead (copy-on-write): i_clusters stays.
+ */
+int	 extent_remap(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
+	    uint64_t pblk, uint8_t flags);
+
+/* refcount.c: refcount trees (doc/refcount.md), inside a handle; ib an inode's buffer */
+/*
+ * The count of physical cluster cpos in the inode's tree (0: no record)
+ * and *run, how many clusters from it (at most max) share that count.
+ */
+int	 refcount_lookup(struct fsd_handle *h, struct fsd_buf *ib, uint64_t cpos, uint32_t max,
+	    uint32_t *count, uint32_t *run);
+/* One reference more to each of physical clusters [cpos, cpos+len). */
+int	 refcount_increase(struct fsd_handle *h, struct fsd_buf *ib, uint64_t cpos, uint32_t len);
+/*
+ * One reference less; the clusters that reach none go to the truncate
+ * log when free_at_zero (-EAGAIN, nothing changed: the log lacks room).
+ */
+int	 refcount_decrease(struct fsd_handle *h, struct fsd_buf *ib, uint64_t cpos, uint32_t len,
+	    int free_at_zero);
+/* Give the inode a tree of its own if it has none. */
+int	 refcount_tree_of(struct fsd_handle *h, struct fsd_buf *ib);
+/* dst shares src's tree from now on (-EXDEV: dst has another). */
+int	 refcount_join(struct fsd_handle *h, struct fsd_buf *dst, const struct fsd_buf *src);
+/* The inode no longer counts in its tree (deleted); the last one frees the tree. */
+int	 refcount_leave(struct fsd_handle *h, struct fsd_buf *ib);
+
+/* reflink.c: shared extents, copy-on-write (doc/refcount.md) */
+/*
+ * Inside a handle, the inode locked EX and accessed: every shared cluster
+ * that bytes [from, to) touch becomes the file's own (a copy, or the
+ * last reference simply kept), before a write into them.
+ */
+int	 reflink_cow(struct fsd_handle *h, struct fsd_buf *ib, uint64_t from, uint64_t to);
+/*
+ * copy_file_range(2) between two files of the volume: the clusters of
+ * [off_in, off_in+len) of src shared into dst at off_out (what dst had
+ * there dropped first): len, or -EOPNOTSUPP when the range cannot be
+ * shared (the kernel then copies), or -errno.
+ */
+int64_t	 reflink_range(struct fsd *fs, struct fsd_inode *src, uint64_t off_in, struct fsd_inode *dst,
+	    uint64_t off_out, uint64_t len);
 
 /* dir.c */
 struct fsd_dirent {

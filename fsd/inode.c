@@ -615,6 +615,22 @@ fail:
 
 static uint32_t next_generation;
 
+uint32_t
+fsd_new_generation(void)
+{
+	uint32_t seed;
+	struct timespec ts;
+
+	if (__atomic_load_n(&next_generation, __ATOMIC_RELAXED) == 0) {
+		/* like the kernel's per-mount random seed for NFS generations */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = (uint32_t)(ts.tv_nsec ^ (ts.tv_sec << 12) ^ getpid()) | 1;
+		__atomic_compare_exchange_n(&next_generation, &(uint32_t){ 0 }, seed, 0,
+		    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+	}
+	return __atomic_add_fetch(&next_generation, 1, __ATOMIC_RELAXED);
+}
+
 void
 inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime)
 {
@@ -645,13 +661,6 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 	struct fsd_subbit sb;
 	int rc;
 
-	if (next_generation == 0) {
-		struct timespec ts;
-
-		/* like the kernel's per-mount random seed for NFS generations */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		next_generation = (uint32_t)(ts.tv_nsec ^ (ts.tv_sec << 12) ^ getpid()) | 1;
-	}
 	if ((rc = suballoc_claim(h, SUBALLOC_INODE, &sb)) != 0)
 		return rc;
 	/*
@@ -678,7 +687,7 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 	}
 	di = (struct ocfs2_dinode *)(*bp)->data;
 	memcpy(di->i_signature, OCFS2_INODE_SIGNATURE, sizeof(OCFS2_INODE_SIGNATURE));
-	di->i_generation = htole32(__atomic_add_fetch(&next_generation, 1, __ATOMIC_RELAXED));
+	di->i_generation = htole32(fsd_new_generation());
 	di->i_suballoc_slot = htole16(sb.slot);
 	di->i_suballoc_bit = htole16(sb.bit);
 	di->i_suballoc_loc = htole64(sb.group);

@@ -34,6 +34,7 @@ static const struct fsd_lock_ops *const lock_types[FSD_LOCK_NTYPES] = {
 	[FSD_LOCK_ORPHAN_SCAN]	= &orphan_scan_lock_ops,
 	[FSD_LOCK_FLOCK]	= &flock_lock_ops,
 	[FSD_LOCK_PLOCK]	= &plock_lock_ops,
+	[FSD_LOCK_REFCOUNT]	= &refcount_lock_ops,
 };
 
 void

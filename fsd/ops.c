@@ -102,6 +102,7 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.flush		= fsd_flush,
 	.fallocate	= fsd_fallocate,
 	.lseek		= fsd_lseek,
+	.copy_file_range = fsd_copy_file_range,
 	.setattr	= fsd_setattr,
 	.mknod		= fsd_mknod,
 	.mkdir		= fsd_mkdir,

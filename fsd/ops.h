@@ -120,6 +120,10 @@ void	fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
 	    struct fuse_file_info *fi);
 void	fsd_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 	    struct fuse_file_info *fi);
+/* reflink.c shares the clusters of whole-cluster ranges; others the kernel copies */
+void	fsd_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+	    struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+	    struct fuse_file_info *fi_out, size_t len, int flags);
 
 /* ops_xattr.c */
 void	fsd_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size);

@@ -283,3 +283,42 @@ fsd_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_fil
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_lseek(req, (off_t)res);
 }
+
+/*
+ * EOPNOTSUPP has the kernel copy the range itself (fuse_copy_file_range
+ * falls back to a splice copy), as it does for a range reflink.c cannot
+ * share.
+ */
+void
+fsd_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse_file_info *fi_in,
+    fuse_ino_t ino_out, off_t off_out, struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fsd_inode *src, *dst;
+	struct fsd_reclaim room = { 0 };
+	int64_t done;
+	int rc;
+
+	(void)fi_in;
+	(void)fi_out;
+	if (flags != 0 || off_in < 0 || off_out < 0)
+		return (void)fuse_reply_err(req, EINVAL);
+	if (fs->readonly)
+		return (void)fuse_reply_err(req, EROFS);
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino_in), &src)) != 0)
+		return (void)fuse_reply_err(req, -rc);
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino_out), &dst)) != 0) {
+		inode_put(fs, src);
+		return (void)fuse_reply_err(req, -rc);
+	}
+	done = reflink_range(fs, src, (uint64_t)off_in, dst, (uint64_t)off_out, len);
+	while (done == -ENOSPC && fsd_reclaim(fs, &room))
+		done = reflink_range(fs, src, (uint64_t)off_in, dst, (uint64_t)off_out, len);
+	if (done > 0)
+		kernsize_wrote(dst, (uint64_t)off_out + (uint64_t)done);
+	inode_put(fs, dst);
+	inode_put(fs, src);
+	if (done < 0)
+		return (void)fuse_reply_err(req, (int)-done);
+	fuse_reply_write(req, (size_t)done);
+}

@@ -135,7 +135,7 @@ sparse_range_written(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off
 
 	while (lblk <= last) {
 		if (extent_map(fs, LE64(di->i_blkno), &di->id2.i_list, lblk, &ex) != 0 ||
-		    ex.pblk == 0 || ex.unwritten || ex.nblocks == 0)
+		    ex.pblk == 0 || ex.unwritten || ex.refcounted || ex.nblocks == 0)
 			return 0;
 		lblk += ex.nblocks;
 	}
@@ -252,6 +252,10 @@ space_change(struct fsd *fs, struct fsd_inode *ip, enum space_op op, uint64_t of
 	}
 	if ((rc = journal_access(&h, ib)) != 0)
 		goto out;
+	/* what gets zeroed or unwritten in shared clusters happens to the file's own copy */
+	if ((op == SPACE_ZERO && (rc = reflink_cow(&h, ib, off, end)) != 0) ||
+	    (!keep_size && (rc = reflink_cow(&h, ib, size, end)) != 0))
+		goto out;
 	if (op == SPACE_ZERO) {
 		whole_clusters(fs, off, end, &a, &b);
 		if (a < b && (rc = unwrite_clusters(&h, ib, a, b)) != 0)
@@ -281,6 +285,19 @@ struct punch {
 	int		 zeroed;
 };
 
+static int
+cow_partial_clusters(struct fsd_handle *h, struct fsd_buf *ib, const struct punch *p)
+{
+	uint64_t cs = h->fs->vol.cluster_bytes;
+	int rc;
+
+	if (p->a >= p->b)
+		return reflink_cow(h, ib, p->off, p->end);
+	if ((rc = reflink_cow(h, ib, p->off, (uint64_t)p->a * cs)) != 0)
+		return rc;
+	return reflink_cow(h, ib, (uint64_t)p->b * cs, p->end);
+}
+
 /* One step of a punch (file_change_in_steps). */
 static int
 punch_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
@@ -291,6 +308,9 @@ punch_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
 
 	if (!S_ISREG(LE16(di->i_mode)))
 		return -ENODEV;
+	/* the clusters zeroed in part become the file's own first */
+	if (!p->zeroed && (rc = cow_partial_clusters(h, ib, p)) != 0)
+		return rc;
 	if (!p->zeroed && (rc = zero_partial_clusters(h->fs, di, p->off, p->end)) != 0)
 		return rc;
 	p->zeroed = 1;

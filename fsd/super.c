@@ -50,8 +50,8 @@ static const struct feature_name {
  * volume carries (local), sparse files with unwritten extents
  * (doc/sparse-unwritten.md), inline data (doc/inline-data.md) and
  * discontiguous suballocator groups (doc/discontig-bg.md), metadata
- * checks (doc/metaecc.md). Other
- * default-level features are refused.
+ * checks (doc/metaecc.md), refcount trees and shared extents
+ * (doc/refcount.md). Other default-level features are refused.
  */
 #define FSD_COMPAT_SUPP		(OCFS2_FEATURE_COMPAT_BACKUP_SB | OCFS2_FEATURE_COMPAT_JBD2_SB)
 #define FSD_INCOMPAT_SUPP	(OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT | \
@@ -63,7 +63,8 @@ static const struct feature_name {
 				 OCFS2_FEATURE_INCOMPAT_INDEXED_DIRS | \
 				 OCFS2_FEATURE_INCOMPAT_XATTR | \
 				 OCFS2_FEATURE_INCOMPAT_APPEND_DIO | \
-				 OCFS2_FEATURE_INCOMPAT_META_ECC)
+				 OCFS2_FEATURE_INCOMPAT_META_ECC | \
+				 OCFS2_FEATURE_INCOMPAT_REFCOUNT_TREE)
 #define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
 
 static void
@@ -455,6 +456,8 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	fs->inline_data = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_INLINE_DATA) != 0;
 	xattr_mount(fs, sb);
 	fs->append_dio = (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_APPEND_DIO) != 0;
+	/* shared extents are edited as sparse files' are (reflink.c) */
+	fs->refcount = fs->sparse && (fs->vol.incompat & OCFS2_FEATURE_INCOMPAT_REFCOUNT_TREE) != 0;
 	fs->first_cluster_group = LE64(sb->s_first_cluster_group);
 	memcpy(fs->uuid, sb->s_uuid, sizeof(fs->uuid));
 	fs->bbits = LE32(sb->s_blocksize_bits);

@@ -306,6 +306,28 @@ store_add(struct fsd *fs, struct xstore *xs, int index, const char *name, size_t
 /* ---- value trees ------------------------------------------------------ */
 
 /*
+ * A value's clusters go: into the truncate log, or, shared with another
+ * inode's value by the kernel's reflink (ocfs2_reflink_xattrs), one
+ * reference less in the owner's refcount tree. fsd never shares values
+ * itself: it copies them.
+ */
+static int
+value_release(struct fsd_handle *h, uint64_t owner, uint8_t flags, uint64_t cpos, unsigned n)
+{
+	struct fsd_buf *ib;
+	int rc;
+
+	if (!(flags & OCFS2_EXT_REFCOUNTED))
+		return tl_append(h, (uint32_t)cpos, n);
+	/* the owner's META lock is held EX inside h: its block is the cached one */
+	if ((rc = block_read(h->fs, owner, BLK_INODE, &ib)) != 0)
+		return rc;
+	rc = refcount_decrease(h, ib, cpos, n, 1);
+	block_put(h->fs, ib);
+	return rc;
+}
+
+/*
  * Walk the tree under el: count its leaf records into *leaves, and with h
  * set, put every leaf's clusters into the truncate log and free every
  * extent block below el.
@@ -327,8 +349,8 @@ tree_walk(struct fsd *fs, struct fsd_handle *h, uint64_t owner, const struct ocf
 		if (depth == 0) {
 			(*leaves)++;
 			if (h != NULL && LE16(r->e_leaf_clusters) != 0 &&
-			    (rc = tl_append(h, (uint32_t)(blk >> (fs->cbits - fs->bbits)),
-			    LE16(r->e_leaf_clusters))) != 0)
+			    (rc = value_release(h, owner, r->e_flags,
+			    blk >> (fs->cbits - fs->bbits), LE16(r->e_leaf_clusters))) != 0)
 				return rc;
 			continue;
 		}

@@ -45,6 +45,8 @@ static const struct o2ctl_cmd commands[] = {
 	{ "keygen", "FILE", "write a new cluster key for authenticated links (0600)", cmd_keygen, 0 },
 	{ "dlm", "", "lock domains, their members and recovery (dlmd)", cmd_dlm, 0 },
 	{ "locks", "DOMAIN", "a domain's lock resources: master, queues, LVB (dlmd)", cmd_locks, 0 },
+	{ "reflink", "SRC DST", "a new file DST sharing SRC's data (copy-on-write), with its "
+	  "mode, owner, times and xattrs", cmd_reflink, 0 },
 };
 
 static void

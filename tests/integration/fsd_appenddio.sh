@@ -89,9 +89,12 @@ check "it is read-write" touch "$D/cm/rw"
 run_check "unmount" fsd_umount "$D/cm"
 check "fsck clean" fsck_clean "$D/c.img"
 check "mkfs at the default feature level" mkfs_img_size "$D/d.img" 64M -M local -b 4096 -C $CS
-mkdir -p "$D/dm"
-expect_error "a default level volume is refused, naming refcount" '"refcount"' \
-    timeout 10 "$FSD" -o nocluster "$D/d.img" "$D/dm"
+run_check "the default-level volume mounts read-write" fsd_mount "$D/d.img" "$D/dm"
+dappend "$D/dm/a" 65536 4 fsync
+dmodel 65536 4 >"$D/d.model"
+check "O_DIRECT appends on it read back" cmp "$D/dm/a" "$D/d.model"
+run_check "unmount" fsd_umount "$D/dm"
+check "fsck clean" fsck_clean "$D/d.img"
 
 echo "-- O_DIRECT writes"
 run_check "mount" fsd_mount "$IMG" "$MNT"

@@ -112,8 +112,9 @@ echo "-- feature checks"
 IMG=$D/default.img
 mkfs_img "$IMG" -M local
 mkdir -p "$D/m"
-expect_error "default-level volume refused, naming the feature" '"refcount"' \
-    "$FSD" -o ro "$IMG" "$D/m"
+run_check "a default-level volume mounts read-write" fsd_mount "$IMG" "$D/m"
+check "... and takes a file" touch "$D/m/f"
+run_check "... and unmounts" fsd_umount "$D/m"
 mkfs_img "$IMG" -M local --fs-feature-level=max-compat
 poke "$IMG" 2 $((0xE4)) 02	# s_feature_ro_compat = USRQUOTA
 expect_error "ro-compat feature refused read-write" '"usrquota"' "$FSD" "$IMG" "$D/m"

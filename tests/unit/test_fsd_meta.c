@@ -93,9 +93,10 @@ Test(fsd_meta, features)
 	    OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC | OCFS2_FEATURE_INCOMPAT_INLINE_DATA |
 	    OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG, OCFS2_FEATURE_RO_COMPAT_UNWRITTEN, 0, err,
 	    sizeof(err)), 0);
-	/* default level: refcount is the lowest bit fsd lacks */
-	cr_assert_eq(super_check_features(3, 0xB750, 1, 1, err, sizeof(err)), -1);
-	cr_assert(strstr(err, "\"refcount\"") != NULL, "%s", err);
+	/* the default level, refcount trees included (doc/refcount.md), read-write */
+	cr_assert_eq(super_check_features(3, 0xB750, 1, 0, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_REFCOUNT_TREE |
+	    OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC, 0, 0, err, sizeof(err)), 0, "%s", err);
 	/* metaecc (doc/metaecc.md) */
 	cr_assert_eq(super_check_features(3, OCFS2_FEATURE_INCOMPAT_META_ECC, 0, 0,
 	    err, sizeof(err)), 0, "%s", err);
