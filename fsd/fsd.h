@@ -159,6 +159,7 @@ struct fsd_cache {
 struct fsd_lockres {
 	char			 name[FSD_LOCK_NAME_LEN];	/* NUL-terminated */
 	int			 type;		/* enum fsd_lock_type */
+	uint64_t		 blkno;		/* in the name: compared before it */
 	const struct fsd_lock_ops *ops;		/* what the type means (lock_ops) */
 	uint64_t		 owner;		/* inode whose cached blocks it covers, or 0 */
 	struct fsd_glue		*glue;		/* NULL: no cluster */
@@ -313,6 +314,7 @@ struct fsd {
 	struct fsd_plocks *plocks;		/* fcntl locks across nodes (plock.c) */
 	struct fsd_stack *stack;		/* our hold on heartbeat (glue.h) */
 	struct fsd_lockres **lockres_hash;
+	unsigned	 lockres_nhash, lockres_count;	/* buckets (a power of two), resources */
 	struct fsd_lockres *super_lock;		/* SUPER: the slot map */
 	struct fsd_lockres *rename_lock;	/* RENAME: moves between directories */
 	struct fsd_lockres *gb_lock;		/* META of the global bitmap */
@@ -531,6 +533,7 @@ void	 ctl_status_fill(struct fsd *fs, const char *mountpoint, struct Fsd__FsdSta
 
 /* inode.c */
 struct dir_index;
+struct dx_free_map;
 
 struct fsd_inode {
 	uint64_t	 blkno;
@@ -541,8 +544,9 @@ struct fsd_inode {
 	struct fsd_lockres *open_lock;	/* OPEN: PR while open here (cluster) */
 	struct fsd_lockres *rw;		/* RW: write serialisation (cluster) */
 	unsigned	 opens;		/* open files on this node */
-	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
+	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR), dxfree */
 	struct dir_index *dindex;	/* directories: names -> positions */
+	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
 	struct fsd_inode *hnext;
@@ -595,6 +599,7 @@ int	 inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, uns
  */
 void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation);
 /* Forget a directory's name index, if it is in memory (it may be wrong). */
+/* Forget a directory's in-memory name index and free-space list. */
 void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 inode_session_gone(struct fsd *fs);
@@ -773,6 +778,19 @@ int	 dindex_find(struct dir_index *x, const char *name, size_t len, uint64_t *po
 void	 dindex_insert(struct dir_index *x, const char *name, size_t len, uint64_t pos);
 void	 dindex_remove(struct dir_index *x, const char *name, size_t len);
 
+/* dxfree.c: an indexed directory's free-space list in memory (under ip->dmtx) */
+struct dx_free_map *dxfree_new(unsigned block_bytes);
+void	 dxfree_free(struct dx_free_map *m);
+/*
+ * blkno, with free_len bytes free (16 or more), joins the list at its
+ * head or tail; -1 when it is listed already or free_len is impossible.
+ */
+int	 dxfree_add(struct dx_free_map *m, uint64_t blkno, unsigned free_len, int at_head);
+/* A listed block's free length is now free_len; 0: it left the list. */
+void	 dxfree_set(struct dx_free_map *m, uint64_t blkno, unsigned free_len);
+/* 1 and a listed block with need bytes free and the one before it (0: the root), or 0. */
+int	 dxfree_pick(struct dx_free_map *m, unsigned need, uint64_t *blkno, uint64_t *prev);
+
 /* data.c */
 /*
  * Read up to size bytes at off of the locked inode di into an aligned
@@ -865,6 +883,11 @@ int	 journal_start(struct fsd *fs, struct fsd_handle *h);
 int	 journal_access(struct fsd_handle *h, struct fsd_buf *b);
 /* b was modified: log it with the running transaction. */
 void	 journal_dirty(struct fsd_handle *h, struct fsd_buf *b);
+/*
+ * h changes directory blkno, whose in-memory indexes an abort must drop:
+ * 0, or -1 when h notes no more directories (drop them now).
+ */
+int	 journal_note_dir(struct fsd_handle *h, uint64_t blkno);
 /* End the handle; with abort set, every accessed buffer is restored. */
 int	 journal_stop(struct fsd_handle *h, int abort);
 /*
