@@ -213,7 +213,8 @@ bench: all $(BENCH_BINS)
 # writeback cache off; then fsd_xattr.sh with SOAK_XATTR_ATTRS attributes
 # on a file, on each geometry and 16K clusters; then fsd_crash.sh with more rounds; then
 # fsd_refcount.sh with more model operations, seeds and kills; then
-# fsd_dxdir.sh with more kills and its speed figure; then
+# fsd_dxdir.sh with more kills and its speed figure; then fsd_bigdir.sh
+# with SOAK_BIGDIR_NAMES names in one directory (three nodes); then
 # fsd_stress.sh (three nodes) with more seeds and operations; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
@@ -231,6 +232,7 @@ SOAK_DXDIR_ROUNDS ?= 20
 SOAK_REFCOUNT_OPS ?= 3000
 SOAK_REFCOUNT_SEEDS ?= 1 2 3 4 5 6
 SOAK_REFCOUNT_ROUNDS ?= 10
+SOAK_BIGDIR_NAMES ?= 1000000
 SOAK_XATTR_ATTRS ?= 3000
 SOAK_FUZZ_RUNS	 ?= 1000000
 SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
@@ -266,6 +268,9 @@ soak: all
 	echo "== fsd_dxdir: $(SOAK_DXDIR_ROUNDS) kills while creating, the speed of indexed and linear directories"; \
 	FSD_DXDIR_CRASH_ROUNDS=$(SOAK_DXDIR_ROUNDS) FSD_DXDIR_SPEED=1 OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_dxdir.sh || rc=1; \
+	echo "== fsd_bigdir: $(SOAK_BIGDIR_NAMES) names in one indexed directory, three nodes"; \
+	FSD_BIGDIR_N=$(SOAK_BIGDIR_NAMES) FSD_BIGDIR_BUSY=600 FSD_BIGDIR_CHURN=300 \
+	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_bigdir.sh || rc=1; \
 	echo "== fsd_stress: $(SOAK_STRESS_OPS) operations per process, seeds $(SOAK_STRESS_SEEDS)"; \
 	FSD_STRESS_SEEDS="$(SOAK_STRESS_SEEDS)" FSD_STRESS_OPS=$(SOAK_STRESS_OPS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_stress.sh || rc=1; \

@@ -28,37 +28,14 @@ done
 FEATURES=sparse,unwritten,inline-data,xattr,indexed-dirs,discontig-bg,append-dio
 
 W=$(mktemp -d "$BASE/fsd-metaecc-bench.XXXXXX")
-declare -A PID=()
+source "$TOP/bench/fsd_lib.inc"
 cleanup() {
-	local m
-	for m in plain ecc; do mountpoint -q "$W/$m" && fusermount3 -u "$W/$m"; done
-	for m in "${PID[@]}"; do wait "$m" 2>/dev/null; done
+	umount_all_vols
 	rm -rf "$W"
 }
 trap cleanup EXIT
-mkdir -p "$W/plain" "$W/ecc"
-
-# mkfs_vol NAME FEATURES: an image preallocated on the same storage.
-mkfs_vol() {
-	fallocate -l 1G "$W/$1.img"
-	mkfs.ocfs2 -q -F -M local --fs-feature-level=max-compat -b 4096 -C 4096 \
-	    --fs-features="$2" "$W/$1.img" </dev/null >/dev/null 2>&1 || { echo "mkfs $1 failed"; return 1; }
-}
-# mount_vol NAME: fsd on $W/NAME; umount_vol NAME: and off again.
-mount_vol() {
-	local i
-	"$BUILD/fsd" "$W/$1.img" "$W/$1" >>"$W/$1.log" 2>&1 &
-	PID[$1]=$!
-	for i in $(seq 100); do mountpoint -q "$W/$1" && return 0; sleep 0.05; done
-	echo "fsd did not mount $1"
-	cat "$W/$1.log"
-	return 1
-}
-umount_vol() {
-	fusermount3 -u "$W/$1" && wait "${PID[$1]}"
-}
-mkfs_vol plain "$FEATURES" || exit 1
-mkfs_vol ecc "metaecc,$FEATURES" || exit 1
+mkfs_vol plain 1G "$FEATURES" || exit 1
+mkfs_vol ecc 1G "metaecc,$FEATURES" || exit 1
 for v in plain ecc; do mount_vol "$v" || exit 1; done
 
 now() { date +%s.%N; }
@@ -113,11 +90,6 @@ for f in os.listdir(d):
 EOF
 	sync -f "$W/$1/d"
 	secs "$t" "$(now)"
-}
-
-median() {
-	sort -g | awk '{ v[NR] = $1 } END {
-		if (NR % 2) print v[(NR + 1) / 2]; else printf "%.6f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # The three workloads RUNS times, alternating volumes; one row each.

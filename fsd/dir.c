@@ -217,15 +217,10 @@ index_update(struct fsd_handle *h, const struct ocfs2_dinode *di, const char *na
 {
 	struct fsd_inode *ip;
 	uint64_t blkno = LE64(di->i_blkno);
-	unsigned i;
 
 	if (dx_indexed(di))
 		return;
-	for (i = 0; i < h->ndirs && h->dirs[i] != blkno; i++)
-		;
-	if (i == h->ndirs && h->ndirs < nitems(h->dirs))
-		h->dirs[h->ndirs++] = blkno;
-	else if (i == h->ndirs) {
+	if (journal_note_dir(h, blkno) != 0) {
 		inode_drop_dindex(h->fs, blkno);	/* cannot track an abort: rebuild later */
 		return;
 	}

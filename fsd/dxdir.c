@@ -501,11 +501,79 @@ dir_trailer_init(const struct fsd *fs, struct fsd_buf *b, uint64_t dir, unsigned
 }
 
 /*
- * A block with room for need bytes from the free list (ocfs2_search_dx_free_list):
- * 1 and *bp, *prevp (the block before it in the list, NULL: the root), or 0.
+ * The directory's free-space list in memory (dxfree.c), built from the
+ * disk's on first use in h: NULL (and *ipp NULL) without an in-memory
+ * inode, or when the list on disk is not one dxfree.c can copy (the
+ * walk of free_list_walk then reports what is wrong). Else ip->dmtx is
+ * held: free_map_put() releases it.
+ */
+static struct dx_free_map *
+free_map_get(struct fsd_handle *h, const struct ocfs2_dinode *di, struct fsd_buf *rb,
+    struct fsd_inode **ipp)
+{
+	struct fsd *fs = h->fs;
+	uint64_t dir = LE64(di->i_blkno), next, steps = (LE64(di->i_size) >> fs->bbits) + 1;
+	struct dx_free_map *m;
+	struct fsd_inode *ip;
+	struct fsd_buf *b;
+	int bad = 0;
+
+	*ipp = NULL;
+	if ((ip = inode_find(fs, dir)) == NULL)
+		return NULL;
+	pthread_mutex_lock(&ip->dmtx);
+	if (ip->dxfree == NULL && journal_note_dir(h, dir) == 0) {
+		m = dxfree_new(fs->vol.block_bytes);
+		next = LE64(((struct ocfs2_dx_root_block *)rb->data)->dr_free_blk);
+		while (next != 0 && !bad) {
+			if (steps-- == 0 || dir_block_read(fs, di, next, &b) != 0) {
+				bad = 1;
+				break;
+			}
+			bad = dxfree_add(m, next, LE16(trailer_of(fs, b)->db_free_rec_len), 0) != 0;
+			next = LE64(trailer_of(fs, b)->db_free_next);
+			block_put(fs, b);
+		}
+		if (bad)
+			dxfree_free(m);
+		else
+			ip->dxfree = m;
+	}
+	if (ip->dxfree == NULL) {
+		pthread_mutex_unlock(&ip->dmtx);
+		inode_put(fs, ip);
+		return NULL;
+	}
+	*ipp = ip;
+	return ip->dxfree;
+}
+
+static void
+free_map_put(struct fsd *fs, struct fsd_inode *ip)
+{
+	if (ip == NULL)
+		return;
+	pthread_mutex_unlock(&ip->dmtx);
+	inode_put(fs, ip);
+}
+
+/* The in-memory list is wrong (a bug, never the disk's fault): forget it. ip->dmtx held. */
+static void
+free_map_drop(struct fsd_inode *ip, uint64_t blkno, const char *why)
+{
+	log_warnx("directory %llu: in-memory free-space list dropped at block %llu: %s",
+	    (unsigned long long)ip->blkno, (unsigned long long)blkno, why);
+	dxfree_free(ip->dxfree);
+	ip->dxfree = NULL;
+}
+
+/*
+ * A block with room for need bytes by the disk's free list, first fit
+ * (ocfs2_search_dx_free_list): 1 and *bp, *prevp (the block before it in
+ * the list, NULL: the root), or 0. O(the list's length).
  */
 static int
-free_list_search(struct fsd *fs, const struct ocfs2_dinode *di, struct fsd_buf *rb,
+free_list_walk(struct fsd *fs, const struct ocfs2_dinode *di, struct fsd_buf *rb,
     unsigned need, struct fsd_buf **bp, struct fsd_buf **prevp)
 {
 	uint64_t next = LE64(((struct ocfs2_dx_root_block *)rb->data)->dr_free_blk);
@@ -537,6 +605,75 @@ free_list_search(struct fsd *fs, const struct ocfs2_dinode *di, struct fsd_buf *
 	return 0;
 }
 
+/*
+ * A block with room for need bytes from the free list: 1 and *bp, *prevp
+ * (the block before it in the list, NULL: the root), or 0. The in-memory
+ * list answers in O(1); what it names is checked against the disk.
+ */
+static int
+free_list_search(struct fsd_handle *h, const struct ocfs2_dinode *di, struct fsd_buf *rb,
+    unsigned need, struct fsd_buf **bp, struct fsd_buf **prevp)
+{
+	struct fsd *fs = h->fs;
+	struct dx_free_map *m;
+	struct fsd_inode *ip;
+	uint64_t blk, pblk, linked;
+	int rc;
+
+	*bp = *prevp = NULL;
+	if ((m = free_map_get(h, di, rb, &ip)) == NULL)
+		return free_list_walk(fs, di, rb, need, bp, prevp);
+	if (!dxfree_pick(m, need, &blk, &pblk)) {
+		free_map_put(fs, ip);
+		return 0;
+	}
+	if ((rc = dir_block_read(fs, di, blk, bp)) != 0 ||
+	    (pblk != 0 && (rc = dir_block_read(fs, di, pblk, prevp)) != 0))
+		goto fail;
+	linked = *prevp != NULL ? LE64(trailer_of(fs, *prevp)->db_free_next) :
+	    LE64(((struct ocfs2_dx_root_block *)rb->data)->dr_free_blk);
+	if (LE16(trailer_of(fs, *bp)->db_free_rec_len) >= need && linked == blk) {
+		free_map_put(fs, ip);
+		return 1;
+	}
+	free_map_drop(ip, blk, "the block's trailer disagrees");
+	free_map_put(fs, ip);
+	block_put(fs, *bp);
+	block_put(fs, *prevp);
+	return free_list_walk(fs, di, rb, need, bp, prevp);
+fail:
+	free_map_put(fs, ip);
+	block_put(fs, *bp);
+	*bp = NULL;
+	return rc;
+}
+
+/*
+ * Tell the in-memory list (if any) that block blkno now has free_len
+ * bytes free: on the list (listed: it was there before), off it (0).
+ */
+static void
+free_map_note(struct fsd_handle *h, uint64_t dir, uint64_t blkno, unsigned free_len, int listed)
+{
+	struct fsd_inode *ip;
+
+	if ((ip = inode_find(h->fs, dir)) == NULL)
+		return;
+	pthread_mutex_lock(&ip->dmtx);
+	if (ip->dxfree != NULL) {
+		if (journal_note_dir(h, dir) != 0) {
+			/* an abort could not be tracked: rebuild later */
+			dxfree_free(ip->dxfree);
+			ip->dxfree = NULL;
+		} else if (listed)
+			dxfree_set(ip->dxfree, blkno, free_len);
+		else if (dxfree_add(ip->dxfree, blkno, free_len, 1) != 0)
+			free_map_drop(ip, blkno, "listed twice");
+	}
+	pthread_mutex_unlock(&ip->dmtx);
+	inode_put(h->fs, ip);
+}
+
 /* Link a new block (accessed in h) at the head of the list. */
 int
 dx_link_free_block(struct fsd_handle *h, const struct ocfs2_dinode *di, struct fsd_buf *b)
@@ -553,6 +690,8 @@ dx_link_free_block(struct fsd_handle *h, const struct ocfs2_dinode *di, struct f
 		dr->dr_free_blk = htole64(b->blkno);
 		journal_dirty(h, rb);
 		journal_dirty(h, b);
+		free_map_note(h, LE64(di->i_blkno), b->blkno,
+		    LE16(trailer_of(h->fs, b)->db_free_rec_len), 0);
 	}
 	block_put(h->fs, rb);
 	return rc;
@@ -841,7 +980,7 @@ dx_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len, 
 	dx_name_hash(seed, name, len, &f.hv);
 	if ((rc = index_room(h, di, &f)) != 0)
 		goto out;
-	if ((rc = free_list_search(fs, di, f.root, need, &b, &prev)) < 0)
+	if ((rc = free_list_search(h, di, f.root, need, &b, &prev)) < 0)
 		goto out;
 	if (rc == 0) {
 		/* a new block, at the head of the list */
@@ -873,6 +1012,7 @@ dx_add(struct fsd_handle *h, struct fsd_buf *dib, const char *name, size_t len, 
 		t->db_free_rec_len = 0;
 		t->db_free_next = 0;
 	}
+	free_map_note(h, dib->blkno, b->blkno, hole, 1);
 	journal_dirty(h, b);
 	list_append(list_of(f.root, f.leaf), &f.hv, b->blkno);
 	if (f.leaf != NULL)
@@ -895,7 +1035,6 @@ dx_remove(struct fsd_handle *h, struct fsd_buf *dib, struct dx_found *f)
 	struct ocfs2_dir_block_trailer *t = trailer_of(fs, f->blk);
 	int rc, was_full = t->db_free_rec_len == 0;
 
-	(void)dib;
 	if ((rc = journal_access(h, f->root)) != 0 || (rc = journal_access(h, f->blk)) != 0 ||
 	    (f->leaf != NULL && (rc = journal_access(h, f->leaf)) != 0))
 		return rc;
@@ -906,6 +1045,7 @@ dx_remove(struct fsd_handle *h, struct fsd_buf *dib, struct dx_found *f)
 		t->db_free_next = dr->dr_free_blk;
 		dr->dr_free_blk = htole64(f->blk->blkno);
 	}
+	free_map_note(h, dib->blkno, f->blk->blkno, LE16(t->db_free_rec_len), !was_full);
 	journal_dirty(h, f->blk);
 	list_remove(list_of(f->root, f->leaf), f->idx);
 	if (f->leaf != NULL)

@@ -164,6 +164,7 @@ struct fsd_cache {
 struct fsd_lockres {
 	char			 name[FSD_LOCK_NAME_LEN];	/* NUL-terminated */
 	int			 type;		/* enum fsd_lock_type */
+	uint64_t		 blkno;		/* in the name: compared before it */
 	const struct fsd_lock_ops *ops;		/* what the type means (lock_ops) */
 	uint64_t		 owner;		/* inode whose cached blocks it covers, or 0 */
 	struct fsd_glue		*glue;		/* NULL: no cluster */
@@ -327,6 +328,7 @@ struct fsd {
 	struct fsd_plocks *plocks;		/* fcntl locks across nodes (plock.c) */
 	struct fsd_stack *stack;		/* our hold on heartbeat (glue.h) */
 	struct fsd_lockres **lockres_hash;
+	unsigned	 lockres_nhash, lockres_count;	/* buckets (a power of two), resources */
 	struct fsd_lockres *super_lock;		/* SUPER: the slot map */
 	struct fsd_lockres *rename_lock;	/* RENAME: moves between directories */
 	struct fsd_lockres *gb_lock;		/* META of the global bitmap */
@@ -548,6 +550,7 @@ void	 ctl_status_fill(struct fsd *fs, const char *mountpoint, struct Fsd__FsdSta
 
 /* inode.c */
 struct dir_index;
+struct dx_free_map;
 
 struct fsd_inode {
 	uint64_t	 blkno;
@@ -562,8 +565,9 @@ struct fsd_inode {
 	int		 opening;	/* the first open waits for the OPEN lock */
 	uint64_t	 kparent;	/* a directory's place in the kernel's */
 	char		*kname;		/* dentry tree, as last told (inode_dir_named) */
-	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR) */
+	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR), dxfree */
 	struct dir_index *dindex;	/* directories: names -> positions */
+	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
 	struct fsd_inode *hnext;
@@ -636,7 +640,7 @@ void	 inode_dir_named(struct fsd *fs, uint64_t blkno, uint64_t parent, const cha
 	    size_t len);
 /* Drop the kernel's dentry of name in directory parent (FUSE notify-inval-entry). */
 void	 inode_drop_dentry(struct fsd *fs, uint64_t parent, const char *name);
-/* Forget a directory's name index, if it is in memory (it may be wrong). */
+/* Forget a directory's in-memory name index and free-space list. */
 void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 inode_session_gone(struct fsd *fs);
@@ -863,6 +867,19 @@ int	 dindex_find(struct dir_index *x, const char *name, size_t len, uint64_t *po
 void	 dindex_insert(struct dir_index *x, const char *name, size_t len, uint64_t pos);
 void	 dindex_remove(struct dir_index *x, const char *name, size_t len);
 
+/* dxfree.c: an indexed directory's free-space list in memory (under ip->dmtx) */
+struct dx_free_map *dxfree_new(unsigned block_bytes);
+void	 dxfree_free(struct dx_free_map *m);
+/*
+ * blkno, with free_len bytes free (16 or more), joins the list at its
+ * head or tail; -1 when it is listed already or free_len is impossible.
+ */
+int	 dxfree_add(struct dx_free_map *m, uint64_t blkno, unsigned free_len, int at_head);
+/* A listed block's free length is now free_len; 0: it left the list. */
+void	 dxfree_set(struct dx_free_map *m, uint64_t blkno, unsigned free_len);
+/* 1 and a listed block with need bytes free and the one before it (0: the root), or 0. */
+int	 dxfree_pick(struct dx_free_map *m, unsigned need, uint64_t *blkno, uint64_t *prev);
+
 /* data.c */
 /*
  * Read up to size bytes at off of the locked inode di into an aligned
@@ -970,6 +987,11 @@ int	 journal_start(struct fsd *fs, struct fsd_handle *h);
 int	 journal_access(struct fsd_handle *h, struct fsd_buf *b);
 /* b was modified: log it with the running transaction. */
 void	 journal_dirty(struct fsd_handle *h, struct fsd_buf *b);
+/*
+ * h changes directory blkno, whose in-memory indexes an abort must drop:
+ * 0, or -1 when h notes no more directories (drop them now).
+ */
+int	 journal_note_dir(struct fsd_handle *h, uint64_t blkno);
 /* End the handle; with abort set, every accessed buffer is restored. */
 int	 journal_stop(struct fsd_handle *h, int abort);
 /*

@@ -23,13 +23,15 @@
 /* the kernel's cache of a file is dropped through FUSE (meta_invalidate) */
 #include "ops.h"
 
+/* buckets at first; the table grows as the kernel keeps more inodes (a huge directory's) */
 #define ITABLE_HASH	4096
 
 struct fsd_itable {
 	pthread_mutex_t	  mtx;
 	pthread_cond_t	  loaded;	/* an inode's loading or opening ended */
 	pthread_rwlock_t  se_lock;	/* fs->se while a notification uses it */
-	struct fsd_inode *hash[ITABLE_HASH];
+	struct fsd_inode **hash;
+	unsigned	  nhash;	/* a power of two */
 	unsigned	  count;
 };
 
@@ -37,6 +39,8 @@ int
 itable_init(struct fsd *fs)
 {
 	fs->itable = xcalloc(1, sizeof(*fs->itable));
+	fs->itable->nhash = ITABLE_HASH;
+	fs->itable->hash = xcalloc(ITABLE_HASH, sizeof(*fs->itable->hash));
 	pthread_mutex_init(&fs->itable->mtx, NULL);
 	pthread_cond_init(&fs->itable->loaded, NULL);
 	pthread_rwlock_init(&fs->itable->se_lock, NULL);
@@ -51,10 +55,11 @@ itable_destroy(struct fsd *fs)
 
 	if (fs->itable == NULL)
 		return;
-	for (i = 0; i < ITABLE_HASH; i++) {
+	for (i = 0; i < fs->itable->nhash; i++) {
 		for (ip = fs->itable->hash[i]; ip != NULL; ip = n) {
 			n = ip->hnext;
 			dindex_free(ip->dindex);
+			dxfree_free(ip->dxfree);
 			pthread_mutex_destroy(&ip->dmtx);
 			free(ip->kname);
 			free(ip);
@@ -63,14 +68,43 @@ itable_destroy(struct fsd *fs)
 	pthread_mutex_destroy(&fs->itable->mtx);
 	pthread_cond_destroy(&fs->itable->loaded);
 	pthread_rwlock_destroy(&fs->itable->se_lock);
+	free(fs->itable->hash);
 	free(fs->itable);
 	fs->itable = NULL;
 }
 
 static unsigned
-ihash(uint64_t blkno)
+ihash_in(uint64_t blkno, unsigned nhash)
 {
-	return (unsigned)((blkno * 0x9E3779B97F4A7C15ULL) >> 40) & (ITABLE_HASH - 1);
+	return (unsigned)((blkno * 0x9E3779B97F4A7C15ULL) >> 32) & (nhash - 1);
+}
+
+/* The bucket of blkno's inode. itable mutex held. */
+static struct fsd_inode **
+ibucket(struct fsd_itable *t, uint64_t blkno)
+{
+	return &t->hash[ihash_in(blkno, t->nhash)];
+}
+
+/* Four times the buckets once chains average two inodes: lookups stay O(1). itable mutex held. */
+static void
+itable_grow(struct fsd_itable *t)
+{
+	unsigned i, nn = t->nhash * 4;
+	struct fsd_inode **nh, *ip, *n;
+
+	if (t->count < 2 * t->nhash || nn < t->nhash)
+		return;
+	nh = xcalloc(nn, sizeof(*nh));
+	for (i = 0; i < t->nhash; i++)
+		for (ip = t->hash[i]; ip != NULL; ip = n) {
+			n = ip->hnext;
+			ip->hnext = nh[ihash_in(ip->blkno, nn)];
+			nh[ihash_in(ip->blkno, nn)] = ip;
+		}
+	free(t->hash);
+	t->hash = nh;
+	t->nhash = nn;
 }
 
 uint64_t
@@ -94,7 +128,7 @@ inode_maybe_free(struct fsd *fs, struct fsd_inode *ip)
 
 	if (ip->pins != 0 || ip->nlookup != 0)
 		return;
-	for (pp = &fs->itable->hash[ihash(ip->blkno)]; *pp != NULL; pp = &(*pp)->hnext) {
+	for (pp = ibucket(fs->itable, ip->blkno); *pp != NULL; pp = &(*pp)->hnext) {
 		if (*pp == ip) {
 			*pp = ip->hnext;
 			break;
@@ -108,6 +142,7 @@ inode_maybe_free(struct fsd *fs, struct fsd_inode *ip)
 	if (ip->rw != NULL)
 		lockres_put(fs, ip->rw);
 	dindex_free(ip->dindex);
+	dxfree_free(ip->dxfree);
 	pthread_mutex_destroy(&ip->dmtx);
 	free(ip->kname);
 	free(ip);
@@ -159,7 +194,7 @@ itable_find(struct fsd *fs, uint64_t blkno, int wait)
 	struct fsd_inode *ip;
 
 	pthread_mutex_lock(&fs->itable->mtx);
-	for (ip = fs->itable->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext)
+	for (ip = *ibucket(fs->itable, blkno); ip != NULL; ip = ip->hnext)
 		if (ip->blkno == blkno) {
 			ip->pins++;
 			if (wait)
@@ -183,18 +218,19 @@ itable_add(struct fsd *fs, uint64_t blkno, uint32_t gen, uint32_t lockgen, int l
 
 	*created = 0;
 	pthread_mutex_lock(&t->mtx);
-	for (ip = t->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext)
+	for (ip = *ibucket(t, blkno); ip != NULL; ip = ip->hnext)
 		if (ip->blkno == blkno)
 			break;
 	if (ip == NULL) {
+		itable_grow(t);
 		ip = xcalloc(1, sizeof(*ip));
 		ip->blkno = blkno;
 		ip->generation = gen;
 		ip->loading = loading;
 		ip->meta = lockres_get(fs, FSD_LOCK_META, blkno, lockgen, blkno);
 		pthread_mutex_init(&ip->dmtx, NULL);
-		ip->hnext = t->hash[ihash(blkno)];
-		t->hash[ihash(blkno)] = ip;
+		ip->hnext = *ibucket(t, blkno);
+		*ibucket(t, blkno) = ip;
 		t->count++;
 		*created = 1;
 	}
@@ -411,7 +447,7 @@ inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n)
 	int gone = 0;
 
 	pthread_mutex_lock(&fs->itable->mtx);
-	for (ip = fs->itable->hash[ihash(blkno)]; ip != NULL; ip = ip->hnext) {
+	for (ip = *ibucket(fs->itable, blkno); ip != NULL; ip = ip->hnext) {
 		if (ip->blkno != blkno)
 			continue;
 		ip->nlookup = n > ip->nlookup ? 0 : ip->nlookup - n;
@@ -754,6 +790,8 @@ inode_drop_dindex(struct fsd *fs, uint64_t blkno)
 	pthread_mutex_lock(&ip->dmtx);
 	dindex_free(ip->dindex);
 	ip->dindex = NULL;
+	dxfree_free(ip->dxfree);
+	ip->dxfree = NULL;
 	pthread_mutex_unlock(&ip->dmtx);
 	inode_put(fs, ip);
 }

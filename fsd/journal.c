@@ -571,6 +571,21 @@ journal_dirty(struct fsd_handle *h, struct fsd_buf *b)
 static int commit_locked(struct fsd_journal *j);
 
 int
+journal_note_dir(struct fsd_handle *h, uint64_t blkno)
+{
+	unsigned i;
+
+	for (i = 0; i < h->ndirs && h->dirs[i] != blkno; i++)
+		;
+	if (i < h->ndirs)
+		return 0;
+	if (h->ndirs == nitems(h->dirs))
+		return -1;
+	h->dirs[h->ndirs++] = blkno;
+	return 0;
+}
+
+int
 journal_stop(struct fsd_handle *h, int abort)
 {
 	struct fsd_journal *j = h->fs->journal;

@@ -19,6 +19,7 @@
 
 _Static_assert(FSD_LOCK_NAME_LEN == OCFS2_LOCK_ID_MAX_LEN, "lock name length");
 
+/* buckets at first; the table grows with the resources (an inode has up to three) */
 #define LR_HASH		4096
 
 /* Local holder state when there is no cluster: one mutex for all. */
@@ -60,6 +61,7 @@ lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t 
 
 	lockres_name(lr->name, sizeof(lr->name), type, blkno, generation);
 	lr->type = type;
+	lr->blkno = blkno;
 	lr->ops = lock_types[type];
 	lr->owner = owner;
 	lr->glue = fs->glue;
@@ -88,6 +90,34 @@ idle_remove(struct fsd_glue *g, struct fsd_lockres *lr)
  * table while referenced or held, and with a cluster its level is cached
  * in dlmd meanwhile; the last lockres_put() lets it go.
  */
+static unsigned
+lr_hash(enum fsd_lock_type type, uint64_t blkno, unsigned nhash)
+{
+	return (unsigned)(((blkno * 0x9E3779B97F4A7C15ULL) >> 32) ^ (uint64_t)type) & (nhash - 1);
+}
+
+/* Four times the buckets once chains average two resources. State mutex held. */
+static void
+lockres_grow(struct fsd *fs)
+{
+	unsigned i, nn = fs->lockres_nhash * 4;
+	struct fsd_lockres **nh, *lr, *n;
+
+	if (fs->lockres_count < 2 * fs->lockres_nhash || nn < fs->lockres_nhash)
+		return;
+	nh = xcalloc(nn, sizeof(*nh));
+	for (i = 0; i < fs->lockres_nhash; i++)
+		for (lr = fs->lockres_hash[i]; lr != NULL; lr = n) {
+			n = lr->hnext;
+			lr->bucket = lr_hash((enum fsd_lock_type)lr->type, lr->blkno, nn);
+			lr->hnext = nh[lr->bucket];
+			nh[lr->bucket] = lr;
+		}
+	free(fs->lockres_hash);
+	fs->lockres_hash = nh;
+	fs->lockres_nhash = nn;
+}
+
 struct fsd_lockres *
 lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t generation,
     uint64_t owner)
@@ -98,19 +128,23 @@ lockres_get(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t ge
 	unsigned h;
 
 	lockres_name(name, sizeof(name), type, blkno, generation);
-	h = (unsigned)(((blkno * 0x9E3779B97F4A7C15ULL) >> 40) ^ (uint64_t)type) & (LR_HASH - 1);
 	pthread_mutex_lock(m);
-	if (fs->lockres_hash == NULL)
+	if (fs->lockres_hash == NULL) {
+		fs->lockres_nhash = LR_HASH;
 		fs->lockres_hash = xcalloc(LR_HASH, sizeof(*fs->lockres_hash));
+	}
 	table = fs->lockres_hash;
+	h = lr_hash(type, blkno, fs->lockres_nhash);
 	for (lr = table[h]; lr != NULL; lr = lr->hnext)
-		if (strcmp(lr->name, name) == 0)
+		if (lr->blkno == blkno && lr->type == (int)type && strcmp(lr->name, name) == 0)
 			break;
 	if (lr == NULL) {
+		lockres_grow(fs);
 		lr = lockres_alloc(fs, type, blkno, generation, owner);
-		lr->bucket = h;
-		lr->hnext = table[h];
-		table[h] = lr;
+		lr->bucket = lr_hash(type, blkno, fs->lockres_nhash);
+		lr->hnext = fs->lockres_hash[lr->bucket];
+		fs->lockres_hash[lr->bucket] = lr;
+		fs->lockres_count++;
 	}
 	lr->refs++;
 	if (lr->flags & LR_IDLE)
@@ -127,6 +161,7 @@ lockres_unhash(struct fsd *fs, struct fsd_lockres *lr)
 	for (pp = &fs->lockres_hash[lr->bucket]; *pp != NULL; pp = &(*pp)->hnext)
 		if (*pp == lr) {
 			*pp = lr->hnext;
+			fs->lockres_count--;
 			return;
 		}
 }
@@ -202,7 +237,7 @@ lockres_free_all(struct fsd *fs)
 
 	if (fs->lockres_hash == NULL)
 		return;
-	for (h = 0; h < LR_HASH; h++)
+	for (h = 0; h < fs->lockres_nhash; h++)
 		for (lr = fs->lockres_hash[h]; lr != NULL; lr = n) {
 			n = lr->hnext;
 			pthread_cond_destroy(&lr->cv);
@@ -210,6 +245,7 @@ lockres_free_all(struct fsd *fs)
 		}
 	free(fs->lockres_hash);
 	fs->lockres_hash = NULL;
+	fs->lockres_nhash = fs->lockres_count = 0;
 }
 
 void
@@ -220,7 +256,7 @@ lockres_census(struct fsd *fs, struct lockres_census *lc)
 
 	memset(lc, 0, sizeof(*lc));
 	pthread_mutex_lock(lockres_mutex(fs));
-	for (h = 0; fs->lockres_hash != NULL && h < LR_HASH; h++)
+	for (h = 0; fs->lockres_hash != NULL && h < fs->lockres_nhash; h++)
 		for (lr = fs->lockres_hash[h]; lr != NULL; lr = lr->hnext) {
 			lc->total++;
 			lc->ex += lr->level == LKM_EX;
