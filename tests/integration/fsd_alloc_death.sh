@@ -67,29 +67,6 @@ EOF
 	BG+=($!)
 }
 
-# fragment FILE1 FILE2: 4 KiB written to FILE1 (O_DIRECT), then 124 KiB
-# allocated to FILE2 (unwritten), again and again until the volume is full.
-fragment() {
-	python3 - "$@" <<'EOF'
-import errno, mmap, os, sys
-a = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_DIRECT, 0o644)
-b = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT, 0o644)
-buf = mmap.mmap(-1, 4096)
-buf.write(b"a" * 4096)
-n = 0
-while True:
-    try:
-        os.pwrite(a, buf, n * 4096)
-        os.posix_fallocate(b, n * 126976, 126976)
-    except OSError as e:
-        if e.errno != errno.ENOSPC:
-            raise
-        break
-    n += 1
-print(n)
-EOF
-}
-
 acked_by() { grep -c '^A ' "$ACKS/ack.node$1" 2>/dev/null; }
 writes_on() { (($(acked_by "$1") > $2)); }
 recovered() { lc log "$1" fsd | grep -c 'slot [0-9]* recovered'; }
