@@ -70,6 +70,17 @@ holders_conflict(const struct fsd_lockres *lr, int level)
 }
 
 /*
+ * A downconvert of lr below level is in flight (an unlock of a lock that
+ * is not cached): the level granted now is about to go, and a holder
+ * counted now would hold what dlmd no longer grants us.
+ */
+static int
+going_below(const struct fsd_lockres *lr, int level)
+{
+	return (lr->flags & LR_BUSY) && lr->requested < level;
+}
+
+/*
  * While lr's file's pages are flushed, holders at the level we still have
  * come in although another node waits: the flush may wait for their
  * pages (flush_loop).
@@ -221,6 +232,7 @@ request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int
 	uint64_t lockid = lr->lockid;
 
 	lr->flags |= LR_BUSY;
+	lr->requested = level;
 	lr->status = 0;
 	if (!attached)
 		lr->lockid = 0;		/* request_reply tells the new lock's */
@@ -304,7 +316,7 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			pthread_cond_wait(&lr->cv, m);
 			continue;
 		}
-		if (lr->level >= level && !(lr->flags & LR_REFRESHING)) {
+		if (lr->level >= level && !(lr->flags & LR_REFRESHING) && !going_below(lr, level)) {
 			/*
 			 * What a dead node may have held at EX is read only after
 			 * its journal is replayed. We wait holding no count on it,

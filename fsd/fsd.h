@@ -170,6 +170,7 @@ struct fsd_lockres {
 	struct fsd_glue		*glue;		/* NULL: no cluster */
 	unsigned		 ro, ex;	/* holders on this node */
 	int			 level;		/* granted level; -1: no lock in dlmd */
+	int			 requested;	/* level of the request in flight (LR_BUSY) */
 	int			 blocking;	/* level another node waits for, 0: none */
 	unsigned		 flags;
 	int			 status;	/* errno of the last request */

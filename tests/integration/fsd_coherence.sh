@@ -286,6 +286,45 @@ PY
 check "node1's old inode is stale once node2 made a new one in its block" \
     timeout -s KILL 60 bash -c "$(declare -f reused_inode); reused_inode '${M[1]}/reused' '${M[2]}'"
 
+echo "-- files open on node1 while node2 unlinks them"
+# open_unlinked A B N: node1 (A) opens each of N files again and again,
+# each open right after the close before it, and keeps the last one; node2
+# (B) then unlinks them all. Its deletion waits for node1's last close:
+# the OPEN lock node1 holds at PR makes node2's EX trylock fail. FUSE
+# sends the close's RELEASE after close(2) has returned, so the next open
+# often reaches fsd while the last close's downconvert to NL is in flight,
+# and was granted at the level about to go: node2's trylock then got EX
+# and deleted the open files.
+open_unlinked() {
+	python3 - "$@" <<'PY'
+import os, sys, time
+a, b, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.makedirs(a, exist_ok=True)
+def data(i):
+    return (b"file %d\n" % i) * 512
+fds = []
+for i in range(n):
+    p = os.path.join(a, "f%d" % i)
+    with open(p, "wb") as f:
+        f.write(data(i))
+    fd = os.open(p, os.O_RDONLY)
+    for _ in range(20):
+        os.close(fd)
+        fd = os.open(p, os.O_RDONLY)
+    fds.append(fd)
+for i in range(n):
+    os.unlink(os.path.join(b, "f%d" % i))
+time.sleep(1)
+bad = [i for i, fd in enumerate(fds) if os.pread(fd, 1 << 16, 0) != data(i)]
+for fd in fds:
+    os.close(fd)
+print("%d of %d open files lost their contents" % (len(bad), n))
+sys.exit(1 if bad else 0)
+PY
+}
+check "files node1 keeps open keep their contents when node2 unlinks them" \
+    timeout -s KILL 120 bash -c "$(declare -f open_unlinked); open_unlinked '${M[1]}/openun' '${M[2]}/openun' 100"
+
 echo "-- a slot recovered twice by the same survivor"
 # node1 recovers node2's slot, node2 comes back to that slot, takes a new
 # local alloc window and logs freed clusters, and its journal is
