@@ -158,7 +158,7 @@ claim_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 	cpg = cluster_cpg(fs, (const struct ocfs2_dinode *)ab->data);
 	if (cpg == 0 || goal >= fs->clusters)
 		goal = 0;
-	ngroups = (fs->clusters + cpg - 1) / cpg;
+	ngroups = (unsigned)(((uint64_t)fs->clusters + cpg - 1) / cpg);	/* 2^32 - 1 clusters at most */
 	/* From the goal's group on, wrapping round, the goal's bit first. */
 	for (k = 0; k <= ngroups; k++) {
 		g = (goal / cpg + k) % ngroups;
