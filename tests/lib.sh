@@ -63,10 +63,28 @@ wait_for() {
 	done
 }
 
+# write_conf NODE...: cluster.conf ($CONF) of cluster alpha with these
+# nodes (name:number:address), all on CONF_PORT (a port of the script's
+# own: scripts run side by side, tests/run)
+CONF_PORT=$((20000 + RANDOM % 20000))
+write_conf() {
+	local spec name num addr
+	{
+		printf 'cluster:\n\tname = alpha\n\tnode_count = %d\n\n' $#
+		for spec in "$@"; do
+			IFS=: read -r name num addr <<<"$spec"
+			printf 'node:\n\tname = %s\n\tnumber = %s\n\tip_address = %s\n\tip_port = %d\n\tcluster = alpha\n\n' \
+			    "$name" "$num" "$addr" "$CONF_PORT"
+		done
+	} >"$CONF"
+}
+
 # A private local cluster per test script, torn down on exit.
 lc() { "$LOCALCLUSTER" "$@"; }
+# A port of its own too: scripts run side by side (tests/run).
 lc_setup() {
 	export LOCALCLUSTER_DIR=${LOCALCLUSTER_DIR:-/tmp/ocfs2-test-$TEST_NAME-$$}
+	export LOCALCLUSTER_PORT=${LOCALCLUSTER_PORT:-$((20000 + RANDOM % 20000))}
 	trap 'lc down >/dev/null 2>&1 || true' EXIT
 }
 

@@ -9,7 +9,6 @@
 source "$(dirname "$0")/../lib.sh"
 
 lc_setup
-export LOCALCLUSTER_PORT=${LOCALCLUSTER_PORT:-$((20000 + RANDOM % 20000))}
 OUT=$(mktemp -d /tmp/dlmfs.XXXXXX)
 BG=()
 cleanup() {

@@ -10,7 +10,6 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/hbd_lib.inc"
 
 # Links are checked: a port of our own, as the netd tests pick theirs.
-export LOCALCLUSTER_PORT=${LOCALCLUSTER_PORT:-$((20000 + RANDOM % 20000))}
 
 lc_setup
 DIR=$LOCALCLUSTER_DIR

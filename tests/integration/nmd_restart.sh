@@ -28,17 +28,6 @@ lc_setup
 trap cleanup EXIT
 mkdir -p "$DIR"
 
-write_conf() {	# write_conf NODE... (name:number:address)
-	local spec name num addr
-	{
-		printf 'cluster:\n\tname = alpha\n\tnode_count = %d\n\n' $#
-		for spec in "$@"; do
-			IFS=: read -r name num addr <<<"$spec"
-			printf 'node:\n\tname = %s\n\tnumber = %s\n\tip_address = %s\n\tip_port = 7777\n\tcluster = alpha\n\n' \
-			    "$name" "$num" "$addr"
-		done
-	} >"$CONF"
-}
 
 start_nmd() {
 	"$BUILD/nmd" -c "$CONF" -t "$TUN" --node n1 --rundir "$RUN" >>"$DIR/nmd.log" 2>&1 &
@@ -142,7 +131,7 @@ check "it says why the file is not used" grep -q "nmd.state is not usable (trunc
 check "the bad file is kept aside" test -s "$RUN/nmd.state.bad"
 check_eq "the tree is cluster.conf's" "n1 n2 n4" "$(ls "$C/node" | xargs)"
 check "without the region" test ! -e "$R"
-check "a new state file is written" grep -q "^node n4 4 127.0.0.5 7777 0$" "$RUN/nmd.state"
+check "a new state file is written" grep -q "^node n4 4 127.0.0.5 $CONF_PORT 0$" "$RUN/nmd.state"
 kill9_nmd
 umount -l "$RUN/config" 2>/dev/null
 

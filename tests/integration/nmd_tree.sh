@@ -21,17 +21,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-write_conf() {	# write_conf NODE... (name:number:address)
-	local spec name num addr
-	{
-		printf 'cluster:\n\tname = alpha\n\tnode_count = %d\n\n' $#
-		for spec in "$@"; do
-			IFS=: read -r name num addr <<<"$spec"
-			printf 'node:\n\tname = %s\n\tnumber = %s\n\tip_address = %s\n\tip_port = 7777\n\tcluster = alpha\n\n' \
-			    "$name" "$num" "$addr"
-		done
-	} >"$CONF"
-}
 
 start_nmd() {
 	"$BUILD/nmd" -c "$CONF" -t "$TUN" --node n1 --rundir "$RUN" >>"$DIR/nmd.log" 2>&1 &
