@@ -592,6 +592,10 @@ journal_stop(struct fsd_handle *h, int abort)
 	unsigned i;
 	int rc = 0;
 
+	/* the usage it changed goes into the quota files with it (quota.c) */
+	if (!abort && h->nqd != 0 && (rc = quota_apply(h)) != 0)
+		log_warnx("quota usage of a change could not be recorded: %s", strerror(-rc));
+	quota_discard(h);
 	pthread_mutex_lock(&j->mtx);
 	for (i = 0; i < h->nundo; i++) {
 		if (abort)

@@ -65,7 +65,9 @@ static const struct feature_name {
 				 OCFS2_FEATURE_INCOMPAT_APPEND_DIO | \
 				 OCFS2_FEATURE_INCOMPAT_META_ECC | \
 				 OCFS2_FEATURE_INCOMPAT_REFCOUNT_TREE)
-#define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
+#define FSD_RO_COMPAT_SUPP	(OCFS2_FEATURE_RO_COMPAT_UNWRITTEN | \
+				 OCFS2_FEATURE_RO_COMPAT_USRQUOTA | \
+				 OCFS2_FEATURE_RO_COMPAT_GRPQUOTA)
 
 static void
 feature_name(int kind, uint32_t bit, char *out, size_t outlen)
@@ -481,6 +483,8 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	if (find_system_files(fs, err, errlen) == -1)
 		goto fail;
 	system_locks(fs);
+	if (quota_mount(fs, err, errlen) == -1)
+		goto fail;
 	if ((rc = block_read(fs, fs->root_blkno, BLK_INODE, &b)) != 0) {
 		snprintf(err, errlen, "the root directory (inode %llu) is unreadable",
 		    (unsigned long long)fs->root_blkno);

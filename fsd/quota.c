@@ -1,0 +1,654 @@
+/*
+ * Disk quotas (usrquota, grpquota; doc/quota.md). What fsck.ocfs2
+ * recomputes is the truth kept here: an id's space is the sum of i_clusters
+ * of the inodes it owns, in bytes, and its inodes their count (the root
+ * directory included, other system files not; libocfs2/quota.c,
+ * ocfs2_compute_quota_usage).
+ *
+ * A handle notes its usage changes (quota_charge) and, when it ends, adds
+ * them to the global quota files under their META locks, in the same
+ * transaction as the change itself (quota_apply): a crash or a dead node
+ * leaves the files exact once its journal is replayed, and the per-slot
+ * local quota files stay as mkfs left them (clean, no deltas).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "util.h"
+#include "fsd.h"
+
+struct quota_delta {
+	int		 type;
+	uint32_t	 id;
+	int64_t		 space;		/* bytes */
+	int64_t		 inodes;
+};
+
+static const char *const qfile_names[FSD_MAXQUOTAS] = { "aquota.user", "aquota.group" };
+static const uint32_t qfile_magics[FSD_MAXQUOTAS] = OCFS2_GLOBAL_QMAGICS;
+static const uint32_t qfile_features[FSD_MAXQUOTAS] = {
+	OCFS2_FEATURE_RO_COMPAT_USRQUOTA, OCFS2_FEATURE_RO_COMPAT_GRPQUOTA
+};
+
+/* Limits are checked with the rights of this thread's FUSE caller; 0: root. */
+static __thread uint32_t caller_uid;
+
+void
+quota_set_caller(uint32_t uid)
+{
+	caller_uid = uid;
+}
+
+int
+quota_enabled(const struct fsd *fs)
+{
+	return fs->quota[FSD_USRQUOTA].ino != 0 || fs->quota[FSD_GRPQUOTA].ino != 0;
+}
+
+/* One global file opened under its lock: its inode and header block. */
+struct qfile {
+	struct fsd_quota *q;
+	int		  type;
+	struct fsd_buf	 *ib, *hb;
+	struct ocfs2_global_disk_dqinfo *info;
+	uint32_t	  blocks;	/* dqi_blocks */
+};
+
+static int
+qfile_corrupt(struct fsd *fs, uint64_t blkno, const char *what, int type)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "global %s quota file: %s",
+	    type == FSD_USRQUOTA ? "user" : "group", what);
+	fsd_corrupt(fs, blkno, why);
+	return -EIO;
+}
+
+/* File block blk of the open quota file (referenced). */
+static int
+qfile_block(struct fsd *fs, struct qfile *qf, uint32_t blk, struct fsd_buf **bp)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)qf->ib->data;
+	struct fsd_extent ex;
+	int rc;
+
+	if (blk >= qf->blocks)
+		return qfile_corrupt(fs, qf->q->ino, "a reference past the file's blocks", qf->type);
+	if ((rc = extent_map(fs, qf->q->ino, &di->id2.i_list, blk, &ex)) != 0)
+		return rc;
+	if (ex.pblk == 0)
+		return qfile_corrupt(fs, qf->q->ino, "a hole inside the file", qf->type);
+	return block_read_owned(fs, ex.pblk, BLK_QUOTA, qf->q->ino, bp);
+}
+
+static void
+qfile_close(struct fsd *fs, struct qfile *qf)
+{
+	if (qf->hb != NULL)
+		block_put(fs, qf->hb);
+	if (qf->ib != NULL)
+		block_put(fs, qf->ib);
+	qf->hb = qf->ib = NULL;
+}
+
+/* The file's inode and header, checked as fsck.ocfs2's pass 5 checks them. */
+static int
+qfile_open(struct fsd *fs, int type, struct qfile *qf)
+{
+	const struct ocfs2_disk_dqheader *hdr;
+	const struct ocfs2_dinode *di;
+	uint32_t want = OCFS2_VALID_FL | OCFS2_SYSTEM_FL | OCFS2_QUOTA_FL;
+	unsigned bs = fs->vol.block_bytes;
+	int rc;
+
+	memset(qf, 0, sizeof(*qf));
+	qf->q = &fs->quota[type];
+	qf->type = type;
+	if ((rc = block_read_owned(fs, qf->q->ino, BLK_INODE, qf->q->ino, &qf->ib)) != 0)
+		return rc;
+	di = (const struct ocfs2_dinode *)qf->ib->data;
+	if ((LE32(di->i_flags) & want) != want || LE64(di->i_size) % bs != 0 ||
+	    LE64(di->i_size) / bs > ((uint64_t)LE32(di->i_clusters) << (fs->cbits - fs->bbits))) {
+		qfile_close(fs, qf);
+		return qfile_corrupt(fs, qf->q->ino, "not a quota file, or a size beyond its "
+		    "clusters", type);
+	}
+	qf->blocks = (uint32_t)(LE64(di->i_size) / bs);
+	if (qf->blocks <= QT_TREEOFF) {
+		qfile_close(fs, qf);
+		return qfile_corrupt(fs, qf->q->ino, "no tree root", type);
+	}
+	if ((rc = qfile_block(fs, qf, 0, &qf->hb)) != 0) {
+		qfile_close(fs, qf);
+		return rc;
+	}
+	hdr = (const struct ocfs2_disk_dqheader *)qf->hb->data;
+	qf->info = (struct ocfs2_global_disk_dqinfo *)(qf->hb->data + OCFS2_GLOBAL_INFO_OFF);
+	if (LE32(hdr->dqh_magic) != qfile_magics[type] || LE32(hdr->dqh_version) != 0 ||
+	    LE32(qf->info->dqi_blocks) != qf->blocks ||
+	    LE32(qf->info->dqi_free_blk) >= qf->blocks ||
+	    LE32(qf->info->dqi_free_entry) >= qf->blocks) {
+		rc = qfile_corrupt(fs, qf->hb->blkno, "bad magic, version or block counts", type);
+		qfile_close(fs, qf);
+		return rc;
+	}
+	return 0;
+}
+
+/* A tree reference read from block at: 0 (none) or a block of the file. */
+static int
+qfile_ref(struct fsd *fs, struct qfile *qf, const struct fsd_buf *at, unsigned idx,
+    uint32_t *ref)
+{
+	*ref = LE32(((const __le32 *)at->data)[idx]);
+	if (*ref != 0 && (*ref <= QT_TREEOFF || *ref >= qf->blocks))
+		return qfile_corrupt(fs, at->blkno, "a tree reference out of the file", qf->type);
+	return 0;
+}
+
+/*
+ * id's entry: 0 with its block (referenced) and index, 1 when the tree
+ * has none, or -errno.
+ */
+static int
+qfile_find(struct fsd *fs, struct qfile *qf, uint32_t id, struct fsd_buf **bp, unsigned *idx)
+{
+	unsigned bs = fs->vol.block_bytes;
+	int depth, i, rc;
+	uint64_t blk = QT_TREEOFF;
+	uint32_t ref;
+	struct fsd_buf *b;
+
+	for (depth = 0; depth < qtree_depth(bs); depth++) {
+		if ((rc = qfile_block(fs, qf, (uint32_t)blk, &b)) != 0)
+			return rc;
+		rc = qfile_ref(fs, qf, b, qtree_index(bs, id, depth), &ref);
+		block_put(fs, b);
+		if (rc != 0)
+			return rc;
+		if (ref == 0)
+			return 1;
+		blk = ref;
+	}
+	if ((rc = qfile_block(fs, qf, (uint32_t)blk, &b)) != 0)
+		return rc;
+	if ((i = qtree_leaf_find(b->data, bs, id)) < 0) {
+		blk = b->blkno;
+		block_put(fs, b);
+		return qfile_corrupt(fs, blk, "a leaf referenced for an id lacks its entry",
+		    qf->type);
+	}
+	*bp = b;
+	*idx = (unsigned)i;
+	return 0;
+}
+
+/* A leaf header's free-list links. */
+static struct qt_disk_dqdbheader *
+leaf_header(struct fsd_buf *b)
+{
+	return (struct qt_disk_dqdbheader *)b->data;
+}
+
+/*
+ * A block for the tree or a new leaf, zeroed and accessed in h: the
+ * first of the free-block list, or one more at the file's end (a cluster
+ * more from our local alloc when its clusters are used up).
+ */
+static int
+qfile_new_block(struct fsd_handle *h, struct qfile *qf, uint32_t *blkp, struct fsd_buf **bp)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)qf->ib->data;
+	unsigned bs = fs->vol.block_bytes, got;
+	uint32_t blk = LE32(qf->info->dqi_free_blk), start;
+	struct fsd_extent ex;
+	int rc;
+
+	if ((rc = journal_access(h, qf->hb)) != 0)
+		return rc;
+	if (blk != 0) {
+		if ((rc = qfile_block(fs, qf, blk, bp)) != 0)
+			return rc;
+		qf->info->dqi_free_blk = leaf_header(*bp)->dqdh_next_free;
+	} else {
+		if ((rc = journal_access(h, qf->ib)) != 0)
+			return rc;
+		blk = qf->blocks;
+		if ((uint64_t)blk >= ((uint64_t)LE32(di->i_clusters) << (fs->cbits - fs->bbits))) {
+			if ((rc = la_claim(h, 0, 1, 1, &start, &got)) != 0 ||
+			    (rc = extent_append(h, qf->ib, LE32(di->i_clusters),
+			    (uint64_t)start << (fs->cbits - fs->bbits), 1)) != 0)
+				return rc;
+		}
+		if ((rc = extent_map(fs, qf->q->ino, &di->id2.i_list, blk, &ex)) != 0)
+			return rc;
+		if (ex.pblk == 0)
+			return qfile_corrupt(fs, qf->q->ino, "a hole inside the file", qf->type);
+		if ((rc = block_new_owned(fs, ex.pblk, BLK_QUOTA, qf->q->ino, bp)) != 0)
+			return rc;
+		qf->blocks++;
+		qf->info->dqi_blocks = htole32(qf->blocks);
+		di->i_size = htole64((uint64_t)qf->blocks * bs);
+		journal_dirty(h, qf->ib);
+	}
+	journal_dirty(h, qf->hb);
+	if ((rc = journal_access(h, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
+	memset((*bp)->data, 0, bs);
+	journal_dirty(h, *bp);
+	*blkp = blk;
+	return 0;
+}
+
+/* Leaf blk (b) is full: out of the list of leaves with a free entry. */
+static int
+qfile_unlink_leaf(struct fsd_handle *h, struct qfile *qf, struct fsd_buf *b)
+{
+	struct qt_disk_dqdbheader *dh = leaf_header(b);
+	uint32_t next = LE32(dh->dqdh_next_free), prev = LE32(dh->dqdh_prev_free);
+	struct fsd_buf *o;
+	int rc;
+
+	if (next != 0) {
+		if (next >= qf->blocks)
+			return qfile_corrupt(h->fs, b->blkno, "a free-entry link out of the file",
+			    qf->type);
+		if ((rc = qfile_block(h->fs, qf, next, &o)) != 0)
+			return rc;
+		if ((rc = journal_access(h, o)) == 0) {
+			leaf_header(o)->dqdh_prev_free = htole32(prev);
+			journal_dirty(h, o);
+		}
+		block_put(h->fs, o);
+		if (rc != 0)
+			return rc;
+	}
+	if (prev != 0) {
+		if (prev >= qf->blocks)
+			return qfile_corrupt(h->fs, b->blkno, "a free-entry link out of the file",
+			    qf->type);
+		if ((rc = qfile_block(h->fs, qf, prev, &o)) != 0)
+			return rc;
+		if ((rc = journal_access(h, o)) == 0) {
+			leaf_header(o)->dqdh_next_free = htole32(next);
+			journal_dirty(h, o);
+		}
+		block_put(h->fs, o);
+		if (rc != 0)
+			return rc;
+	} else {
+		if ((rc = journal_access(h, qf->hb)) != 0)
+			return rc;
+		qf->info->dqi_free_entry = htole32(next);
+		journal_dirty(h, qf->hb);
+	}
+	dh->dqdh_next_free = dh->dqdh_prev_free = 0;
+	return 0;
+}
+
+/* A free entry for a new id: in the first leaf with room, or a new leaf. */
+static int
+qfile_free_entry(struct fsd_handle *h, struct qfile *qf, uint32_t *blkp, struct fsd_buf **bp,
+    unsigned *idx)
+{
+	struct fsd *fs = h->fs;
+	unsigned bs = fs->vol.block_bytes;
+	uint32_t blk = LE32(qf->info->dqi_free_entry);
+	struct qt_disk_dqdbheader *dh;
+	int rc, i;
+
+	if (blk != 0) {
+		if ((rc = qfile_block(fs, qf, blk, bp)) != 0)
+			return rc;
+		if ((rc = journal_access(h, *bp)) != 0) {
+			block_put(fs, *bp);
+			return rc;
+		}
+	} else {
+		if ((rc = qfile_new_block(h, qf, &blk, bp)) != 0)
+			return rc;
+		qf->info->dqi_free_entry = htole32(blk);
+	}
+	dh = leaf_header(*bp);
+	if (LE16(dh->dqdh_entries) + 1u >= qtree_entries_per_leaf(bs) &&
+	    (rc = qfile_unlink_leaf(h, qf, *bp)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
+	if ((i = qtree_leaf_free_slot((*bp)->data, bs)) < 0) {
+		block_put(fs, *bp);
+		return qfile_corrupt(fs, (*bp)->blkno, "a leaf on the free-entry list is full",
+		    qf->type);
+	}
+	dh->dqdh_entries = htole16((uint16_t)(LE16(dh->dqdh_entries) + 1));
+	journal_dirty(h, *bp);
+	*blkp = blk;
+	*idx = (unsigned)i;
+	return 0;
+}
+
+/* A new entry for id, its references made along the tree (as ocfs2_insert_qtree). */
+static int
+qfile_insert(struct fsd_handle *h, struct qfile *qf, uint32_t id, struct fsd_buf **bp,
+    unsigned *idx)
+{
+	struct fsd *fs = h->fs;
+	unsigned bs = fs->vol.block_bytes, at;
+	uint32_t blk = QT_TREEOFF, ref;
+	struct ocfs2_global_disk_dqblk *e;
+	struct fsd_buf *tb, *nb;
+	int depth, last = qtree_depth(bs) - 1, rc;
+
+	*bp = NULL;
+	for (depth = 0; depth <= last; depth++) {
+		if ((rc = qfile_block(fs, qf, blk, &tb)) != 0)
+			return rc;
+		at = qtree_index(bs, id, depth);
+		if ((rc = qfile_ref(fs, qf, tb, at, &ref)) != 0)
+			goto put;
+		if (ref != 0 && depth == last) {
+			rc = qfile_corrupt(fs, tb->blkno, "an id's leaf reference without its entry",
+			    qf->type);
+			goto put;
+		}
+		if (ref == 0) {
+			if (depth == last)
+				rc = qfile_free_entry(h, qf, &ref, bp, idx);
+			else if ((rc = qfile_new_block(h, qf, &ref, &nb)) == 0)
+				block_put(fs, nb);
+			if (rc == 0 && (rc = journal_access(h, tb)) == 0) {
+				((__le32 *)tb->data)[at] = htole32(ref);
+				journal_dirty(h, tb);
+			}
+		}
+put:
+		block_put(fs, tb);
+		if (rc != 0) {
+			if (*bp != NULL)
+				block_put(fs, *bp);
+			return rc;
+		}
+		blk = ref;
+	}
+	e = qtree_leaf_entry((*bp)->data, *idx);
+	memset(e, 0, sizeof(*e));
+	e->dqb_id = htole32(id);
+	qtree_entry_keep_used(e);
+	journal_dirty(h, *bp);
+	return 0;
+}
+
+/* ---- limits and usage -------------------------------------------------- */
+
+static struct quota_delta *
+delta_of(struct fsd_handle *h, int type, uint32_t id)
+{
+	unsigned i;
+
+	for (i = 0; i < h->nqd; i++)
+		if (h->qd[i].type == type && h->qd[i].id == id)
+			return &h->qd[i];
+	if (h->nqd == h->qd_cap) {
+		h->qd_cap = h->qd_cap ? 2 * h->qd_cap : 4;
+		h->qd = xrealloc(h->qd, h->qd_cap * sizeof(*h->qd));
+	}
+	h->qd[h->nqd] = (struct quota_delta){ type, id, 0, 0 };
+	return &h->qd[h->nqd++];
+}
+
+/*
+ * Would usage + more pass a limit, as the kernel's dquot checks it
+ * (fs/quota/dquot.c, check_idq and check_bdq)? A soft limit only once its
+ * grace time, started when usage first went past it, is over.
+ */
+static int
+over_limit(uint64_t usage, int64_t more, uint64_t hard, uint64_t soft, uint64_t grace_end)
+{
+	uint64_t want = (int64_t)usage + more < 0 ? 0 : (uint64_t)((int64_t)usage + more);
+
+	if (more <= 0)
+		return 0;
+	if (hard != 0 && want > hard)
+		return 1;
+	return soft != 0 && want > soft && grace_end != 0 && (uint64_t)time(NULL) >= grace_end;
+}
+
+/*
+ * May id of type grow by space bytes and inodes now, with what h already
+ * noted for it? Read under the file's lock at PR, not kept: the check is
+ * as good as the kernel's across nodes, whose local usage reaches the
+ * global file only at the next sync.
+ */
+static int
+quota_check(struct fsd_handle *h, int type, uint32_t id, int64_t space, int64_t inodes)
+{
+	struct fsd *fs = h->fs;
+	struct fsd_quota *q = &fs->quota[type];
+	const struct ocfs2_global_disk_dqblk *e;
+	const struct quota_delta *d;
+	struct fsd_buf *b;
+	struct qfile qf;
+	unsigned idx;
+	int rc, over = 0;
+
+	if (q->ino == 0 || caller_uid == 0 || (space <= 0 && inodes <= 0))
+		return 0;
+	d = delta_of(h, type, id);
+	if ((rc = lockres_lock(fs, q->lock, LKM_PR)) != 0)
+		return rc;
+	if ((rc = qfile_open(fs, type, &qf)) == 0) {
+		if ((rc = qfile_find(fs, &qf, id, &b, &idx)) == 0) {
+			e = qtree_leaf_entry(b->data, idx);
+			over = over_limit(LE64(e->dqb_curspace), d->space + space,
+			    LE64(e->dqb_bhardlimit), LE64(e->dqb_bsoftlimit), LE64(e->dqb_btime)) ||
+			    over_limit(LE64(e->dqb_curinodes), d->inodes + inodes,
+			    LE64(e->dqb_ihardlimit), LE64(e->dqb_isoftlimit), LE64(e->dqb_itime));
+			block_put(fs, b);
+		} else if (rc == 1)
+			rc = 0;
+		qfile_close(fs, &qf);
+	}
+	lockres_unlock(fs, q->lock, LKM_PR);
+	if (rc != 0)
+		return rc;
+	return over ? -EDQUOT : 0;
+}
+
+/* Is this inode counted (fsck's rule: system files but the root are not)? */
+static int
+counted(const struct fsd *fs, const struct ocfs2_dinode *di, uint64_t blkno)
+{
+	return !(LE32(di->i_flags) & OCFS2_SYSTEM_FL) || blkno == fs->root_blkno;
+}
+
+int
+quota_charge(struct fsd_handle *h, const struct ocfs2_dinode *di, uint64_t blkno,
+    int64_t clusters, int64_t inodes)
+{
+	struct fsd *fs = h->fs;
+	int64_t space = clusters * ((int64_t)1 << fs->cbits);
+	uint32_t ids[FSD_MAXQUOTAS] = { LE32(di->i_uid), LE32(di->i_gid) };
+	struct quota_delta *d;
+	int type, rc;
+
+	if (!quota_enabled(fs) || !counted(fs, di, blkno))
+		return 0;
+	for (type = 0; type < FSD_MAXQUOTAS; type++)
+		if ((rc = quota_check(h, type, ids[type], space, inodes)) != 0)
+			return rc;
+	for (type = 0; type < FSD_MAXQUOTAS; type++) {
+		if (fs->quota[type].ino == 0)
+			continue;
+		d = delta_of(h, type, ids[type]);
+		d->space += space;
+		d->inodes += inodes;
+	}
+	return 0;
+}
+
+int
+quota_transfer(struct fsd_handle *h, const struct ocfs2_dinode *di, uint64_t blkno,
+    uint32_t uid, uint32_t gid)
+{
+	struct fsd *fs = h->fs;
+	int64_t space = (int64_t)LE32(di->i_clusters) << fs->cbits;
+	uint32_t from[FSD_MAXQUOTAS] = { LE32(di->i_uid), LE32(di->i_gid) };
+	uint32_t to[FSD_MAXQUOTAS] = { uid, gid };
+	struct quota_delta *d;
+	int type, rc;
+
+	if (!quota_enabled(fs) || !counted(fs, di, blkno))
+		return 0;
+	for (type = 0; type < FSD_MAXQUOTAS; type++)
+		if (from[type] != to[type] &&
+		    (rc = quota_check(h, type, to[type], space, 1)) != 0)
+			return rc;
+	for (type = 0; type < FSD_MAXQUOTAS; type++) {
+		if (fs->quota[type].ino == 0 || from[type] == to[type])
+			continue;
+		d = delta_of(h, type, to[type]);
+		d->space += space;
+		d->inodes++;
+		d = delta_of(h, type, from[type]);
+		d->space -= space;
+		d->inodes--;
+	}
+	return 0;
+}
+
+/* usage + delta, never below 0 (a file fsck rebuilt or another writer's drift). */
+static uint64_t
+add_usage(uint64_t usage, int64_t delta, int *under)
+{
+	if (delta < 0 && (uint64_t)-delta > usage) {
+		*under = 1;
+		return 0;
+	}
+	return (uint64_t)((int64_t)usage + delta);
+}
+
+/* A grace time starts when usage first goes past the soft limit, ends below it. */
+static __le64
+grace_after(uint64_t usage, uint64_t soft, __le64 grace_end, uint32_t grace)
+{
+	if (soft == 0 || usage <= soft)
+		return 0;
+	if (grace_end != 0)
+		return grace_end;
+	return htole64((uint64_t)time(NULL) + grace);
+}
+
+static int
+apply_one(struct fsd_handle *h, struct qfile *qf, const struct quota_delta *d)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_global_disk_dqblk *e;
+	struct fsd_buf *b;
+	unsigned idx;
+	int rc, under = 0;
+
+	if ((rc = qfile_find(fs, qf, d->id, &b, &idx)) == 1)
+		rc = qfile_insert(h, qf, d->id, &b, &idx);
+	if (rc != 0)
+		return rc;
+	if ((rc = journal_access(h, b)) == 0) {
+		e = qtree_leaf_entry(b->data, idx);
+		e->dqb_curspace = htole64(add_usage(LE64(e->dqb_curspace), d->space, &under));
+		e->dqb_curinodes = htole64(add_usage(LE64(e->dqb_curinodes), d->inodes, &under));
+		e->dqb_btime = grace_after(LE64(e->dqb_curspace), LE64(e->dqb_bsoftlimit),
+		    e->dqb_btime, LE32(qf->info->dqi_bgrace));
+		e->dqb_itime = grace_after(LE64(e->dqb_curinodes), LE64(e->dqb_isoftlimit),
+		    e->dqb_itime, LE32(qf->info->dqi_igrace));
+		qtree_entry_keep_used(e);
+		journal_dirty(h, b);
+		if (under)
+			log_warnx("%s quota of id %" PRIu32 ": usage would go below 0; kept at 0 "
+			    "(fsck.ocfs2 recomputes it)", qf->type == FSD_USRQUOTA ? "user" : "group",
+			    d->id);
+	}
+	block_put(fs, b);
+	return rc;
+}
+
+int
+quota_apply(struct fsd_handle *h)
+{
+	struct fsd *fs = h->fs;
+	struct qfile qf;
+	unsigned i;
+	int type, rc = 0;
+
+	for (type = 0; type < FSD_MAXQUOTAS && rc == 0; type++) {
+		for (i = 0; i < h->nqd; i++)
+			if (h->qd[i].type == type && (h->qd[i].space != 0 || h->qd[i].inodes != 0))
+				break;
+		if (i == h->nqd)
+			continue;
+		if ((rc = handle_lock(h, fs->quota[type].lock)) != 0 ||
+		    (rc = qfile_open(fs, type, &qf)) != 0)
+			break;
+		for (; i < h->nqd && rc == 0; i++)
+			if (h->qd[i].type == type && (h->qd[i].space != 0 || h->qd[i].inodes != 0))
+				rc = apply_one(h, &qf, &h->qd[i]);
+		qfile_close(fs, &qf);
+	}
+	quota_discard(h);
+	return rc;
+}
+
+void
+quota_discard(struct fsd_handle *h)
+{
+	free(h->qd);
+	h->qd = NULL;
+	h->nqd = h->qd_cap = 0;
+}
+
+int
+quota_mount(struct fsd *fs, char *err, size_t errlen)
+{
+	struct fsd_buf *b;
+	struct qfile qf;
+	int type, rc;
+
+	for (type = 0; type < FSD_MAXQUOTAS; type++) {
+		if (!(fs->vol.ro_compat & qfile_features[type]))
+			continue;
+		if ((rc = block_read(fs, fs->sysdir_blkno, BLK_INODE, &b)) != 0) {
+			snprintf(err, errlen, "the system directory is unreadable");
+			return -1;
+		}
+		rc = dir_lookup(fs, (const struct ocfs2_dinode *)b->data, qfile_names[type],
+		    strlen(qfile_names[type]), &fs->quota[type].ino);
+		block_put(fs, b);
+		if (rc != 0) {
+			snprintf(err, errlen, "system file %s: %s", qfile_names[type],
+			    rc == -ENOENT ? "missing" : strerror(-rc));
+			return -1;
+		}
+		fs->quota[type].lock = sysinode_lockres(fs, fs->quota[type].ino);
+		if ((rc = lockres_lock(fs, fs->quota[type].lock, LKM_PR)) != 0) {
+			snprintf(err, errlen, "%s: cluster lock: %s", qfile_names[type],
+			    strerror(-rc));
+			return -1;
+		}
+		rc = qfile_open(fs, type, &qf);
+		qfile_close(fs, &qf);
+		lockres_unlock(fs, fs->quota[type].lock, LKM_PR);
+		if (rc != 0) {
+			snprintf(err, errlen, "%s (inode %" PRIu64 ") is corrupt: %s",
+			    qfile_names[type], fs->quota[type].ino, strerror(-rc));
+			return -1;
+		}
+	}
+	return 0;
+}
