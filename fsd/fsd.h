@@ -1052,6 +1052,27 @@ int	 quota_transfer(struct fsd_handle *h, const struct ocfs2_dinode *di, uint64_
 	    uint32_t uid, uint32_t gid);
 /* The FUSE request's caller, whose rights the limits are checked with (this thread). */
 void	 quota_set_caller(uint32_t uid);
+/* One id's quota as the global file keeps it (space in bytes; limits 0: none). */
+struct quota_entry {
+	int		 type;		/* FSD_USRQUOTA, FSD_GRPQUOTA */
+	uint32_t	 id;
+	uint64_t	 space, inodes;
+	uint64_t	 bsoft, bhard, isoft, ihard;
+	uint64_t	 btime, itime;	/* when a soft limit's grace ends; 0: none */
+};
+#define QUOTA_SET_BSOFT	0x1	/* = fsd.proto's QuotaSetMask */
+#define QUOTA_SET_BHARD	0x2
+#define QUOTA_SET_ISOFT	0x4
+#define QUOTA_SET_IHARD	0x8
+/* Set the limits mask names of type's id to lim's (in a handle of its own): 0 or -errno. */
+int	 quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
+	    const struct quota_entry *lim);
+/*
+ * Every id of both files, by type then id: 0 with *out (free it) and
+ * *n, and the user file's grace times (else the group file's); or -errno.
+ */
+int	 quota_report(struct fsd *fs, struct quota_entry **out, size_t *n, uint32_t *bgrace,
+	    uint32_t *igrace);
 /* journal_stop: the handle's usage changes into the global files (its last locks). */
 int	 quota_apply(struct fsd_handle *h);
 void	 quota_discard(struct fsd_handle *h);

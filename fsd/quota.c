@@ -652,3 +652,163 @@ quota_mount(struct fsd *fs, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+/* ---- what o2ctl quota asks (ctl.c) ------------------------------------- */
+
+int
+quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
+    const struct quota_entry *lim)
+{
+	struct ocfs2_global_disk_dqblk *e;
+	struct fsd_handle h;
+	struct fsd_buf *b;
+	struct qfile qf;
+	unsigned idx;
+	int rc;
+
+	if (type < 0 || type >= FSD_MAXQUOTAS || fs->quota[type].ino == 0)
+		return -ENOTSUP;
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	if ((rc = handle_lock(&h, fs->quota[type].lock)) != 0 ||
+	    (rc = qfile_open(fs, type, &qf)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	if ((rc = qfile_find(fs, &qf, id, &b, &idx)) == 1)
+		rc = qfile_insert(&h, &qf, id, &b, &idx);
+	if (rc == 0) {
+		if ((rc = journal_access(&h, b)) == 0) {
+			e = qtree_leaf_entry(b->data, idx);
+			if (mask & QUOTA_SET_BSOFT)
+				e->dqb_bsoftlimit = htole64(lim->bsoft);
+			if (mask & QUOTA_SET_BHARD)
+				e->dqb_bhardlimit = htole64(lim->bhard);
+			if (mask & QUOTA_SET_ISOFT)
+				e->dqb_isoftlimit = htole64(lim->isoft);
+			if (mask & QUOTA_SET_IHARD)
+				e->dqb_ihardlimit = htole64(lim->ihard);
+			/* a new soft limit already passed starts its grace now */
+			e->dqb_btime = grace_after(LE64(e->dqb_curspace), LE64(e->dqb_bsoftlimit),
+			    e->dqb_btime, LE32(qf.info->dqi_bgrace));
+			e->dqb_itime = grace_after(LE64(e->dqb_curinodes), LE64(e->dqb_isoftlimit),
+			    e->dqb_itime, LE32(qf.info->dqi_igrace));
+			qtree_entry_keep_used(e);
+			journal_dirty(&h, b);
+		}
+		block_put(fs, b);
+	}
+	qfile_close(fs, &qf);
+	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
+		rc = -EIO;
+	return rc;
+}
+
+struct report {
+	struct quota_entry *v;
+	size_t		 n, cap;
+	uint8_t		*seen;		/* leaves already listed (many ids share one) */
+};
+
+static void
+report_leaf(struct fsd *fs, int type, uint8_t *leaf, struct report *r)
+{
+	unsigned i, n = qtree_entries_per_leaf(fs->vol.block_bytes);
+	const struct ocfs2_global_disk_dqblk *e;
+
+	for (i = 0; i < n; i++) {
+		e = qtree_leaf_entry(leaf, i);
+		if (qtree_entry_unused(e))
+			continue;
+		if (r->n == r->cap) {
+			r->cap = r->cap ? 2 * r->cap : 32;
+			r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+		}
+		r->v[r->n++] = (struct quota_entry){
+			.type = type, .id = LE32(e->dqb_id),
+			.space = LE64(e->dqb_curspace), .inodes = LE64(e->dqb_curinodes),
+			.bsoft = LE64(e->dqb_bsoftlimit), .bhard = LE64(e->dqb_bhardlimit),
+			.isoft = LE64(e->dqb_isoftlimit), .ihard = LE64(e->dqb_ihardlimit),
+			.btime = LE64(e->dqb_btime),
+			/* the mark that keeps an empty id 0 in use is no grace time */
+			.itime = LE64(e->dqb_isoftlimit) ? LE64(e->dqb_itime) : 0,
+		};
+	}
+}
+
+static int
+report_tree(struct fsd *fs, struct qfile *qf, uint32_t blk, int depth, struct report *r)
+{
+	unsigned i, epb = qtree_refs_per_block(fs->vol.block_bytes);
+	struct fsd_buf *b;
+	uint32_t ref;
+	int rc;
+
+	if ((rc = qfile_block(fs, qf, blk, &b)) != 0)
+		return rc;
+	if (depth == qtree_depth(fs->vol.block_bytes)) {
+		report_leaf(fs, qf->type, b->data, r);
+		block_put(fs, b);
+		return 0;
+	}
+	for (i = 0, rc = 0; i < epb && rc == 0; i++) {
+		if ((rc = qfile_ref(fs, qf, b, i, &ref)) != 0 || ref == 0)
+			continue;
+		if (depth + 1 == qtree_depth(fs->vol.block_bytes)) {
+			if (r->seen[ref / 8] & (1u << (ref % 8)))
+				continue;
+			r->seen[ref / 8] |= (uint8_t)(1u << (ref % 8));
+		}
+		rc = report_tree(fs, qf, ref, depth + 1, r);
+	}
+	block_put(fs, b);
+	return rc;
+}
+
+static int
+by_type_id(const void *a, const void *b)
+{
+	const struct quota_entry *x = a, *y = b;
+
+	if (x->type != y->type)
+		return x->type - y->type;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int
+quota_report(struct fsd *fs, struct quota_entry **out, size_t *n, uint32_t *bgrace,
+    uint32_t *igrace)
+{
+	struct report r = { 0 };
+	struct qfile qf;
+	int type, rc = 0, graced = 0;
+
+	if (!quota_enabled(fs))
+		return -ENOTSUP;
+	for (type = 0; type < FSD_MAXQUOTAS && rc == 0; type++) {
+		if (fs->quota[type].ino == 0)
+			continue;
+		if ((rc = lockres_lock(fs, fs->quota[type].lock, LKM_PR)) != 0)
+			break;
+		if ((rc = qfile_open(fs, type, &qf)) == 0) {
+			if (!graced) {
+				*bgrace = LE32(qf.info->dqi_bgrace);
+				*igrace = LE32(qf.info->dqi_igrace);
+				graced = 1;
+			}
+			r.seen = xcalloc((qf.blocks + 7) / 8, 1);
+			rc = report_tree(fs, &qf, QT_TREEOFF, 0, &r);
+			free(r.seen);
+			qfile_close(fs, &qf);
+		}
+		lockres_unlock(fs, fs->quota[type].lock, LKM_PR);
+	}
+	if (rc != 0) {
+		free(r.v);
+		return rc;
+	}
+	qsort(r.v, r.n, sizeof(*r.v), by_type_id);
+	*out = r.v;
+	*n = r.n;
+	return 0;
+}
