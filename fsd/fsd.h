@@ -1052,6 +1052,8 @@ int	 quota_transfer(struct fsd_handle *h, const struct ocfs2_dinode *di, uint64_
 	    uint32_t uid, uint32_t gid);
 /* The FUSE request's caller, whose rights the limits are checked with (this thread). */
 void	 quota_set_caller(uint32_t uid);
+/* A caller not known, never exempt: the kernel writing back its cache ((uid_t)-1). */
+#define QUOTA_CALLER_UNKNOWN	0xffffffffu
 /* One id's quota as the global file keeps it (space in bytes; limits 0: none). */
 struct quota_entry {
 	int		 type;		/* FSD_USRQUOTA, FSD_GRPQUOTA */

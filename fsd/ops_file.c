@@ -169,7 +169,15 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 	int rc;
 	uint64_t at;
 
-	fsd_caller(req);
+	/*
+	 * The kernel writing back its cache sends the write as root: the
+	 * writer is not known, so the file's owner's limits hold (the error
+	 * then reaches the writer's fsync or close, as ENOSPC would).
+	 */
+	if (fi->writepage)
+		quota_set_caller(QUOTA_CALLER_UNKNOWN);
+	else
+		fsd_caller(req);
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	at = (fi->fh & FH_APPEND) && fs->glue != NULL ? FILE_APPEND : (uint64_t)off;

@@ -483,7 +483,8 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	if (find_system_files(fs, err, errlen) == -1)
 		goto fail;
 	system_locks(fs);
-	if (quota_mount(fs, err, errlen) == -1)
+	/* a read-only mount changes no usage: it needs no quota file */
+	if (!fs->readonly && quota_mount(fs, err, errlen) == -1)
 		goto fail;
 	if ((rc = block_read(fs, fs->root_blkno, BLK_INODE, &b)) != 0) {
 		snprintf(err, errlen, "the root directory (inode %llu) is unreadable",
