@@ -1037,6 +1037,12 @@ void	 qtree_entry_keep_used(struct ocfs2_global_disk_dqblk *e);
 /* quota.c: disk quotas (doc/quota.md) */
 /* Find the global quota files of the volume's quota features: 0, or -1 and err. */
 int	 quota_mount(struct fsd *fs, char *err, size_t errlen);
+/*
+ * Read-write mount, under SUPER: what a kernel node that crashed left in
+ * any slot's local quota file goes into the global files (fsd itself
+ * never leaves anything there). 0 or -errno.
+ */
+int	 quota_recover_local(struct fsd *fs);
 /* Does the volume keep quotas? */
 int	 quota_enabled(const struct fsd *fs);
 /*

@@ -27,10 +27,19 @@ struct quota_delta {
 	uint32_t	 id;
 	int64_t		 space;		/* bytes */
 	int64_t		 inodes;
+	uint32_t	 release;	/* references of dead kernel nodes to drop (use_count) */
 };
+
+/* Does d change anything in the global file? */
+static int
+delta_pending(const struct quota_delta *d, int type)
+{
+	return d->type == type && (d->space != 0 || d->inodes != 0 || d->release != 0);
+}
 
 static const char *const qfile_names[FSD_MAXQUOTAS] = { "aquota.user", "aquota.group" };
 static const uint32_t qfile_magics[FSD_MAXQUOTAS] = OCFS2_GLOBAL_QMAGICS;
+static const uint32_t local_magics[FSD_MAXQUOTAS] = OCFS2_LOCAL_QMAGICS;
 static const uint32_t qfile_features[FSD_MAXQUOTAS] = {
 	OCFS2_FEATURE_RO_COMPAT_USRQUOTA, OCFS2_FEATURE_RO_COMPAT_GRPQUOTA
 };
@@ -401,7 +410,7 @@ delta_of(struct fsd_handle *h, int type, uint32_t id)
 		h->qd_cap = h->qd_cap ? 2 * h->qd_cap : 4;
 		h->qd = xrealloc(h->qd, h->qd_cap * sizeof(*h->qd));
 	}
-	h->qd[h->nqd] = (struct quota_delta){ type, id, 0, 0 };
+	h->qd[h->nqd] = (struct quota_delta){ type, id, 0, 0, 0 };
 	return &h->qd[h->nqd++];
 }
 
@@ -564,6 +573,8 @@ apply_one(struct fsd_handle *h, struct qfile *qf, const struct quota_delta *d)
 		e = qtree_leaf_entry(b->data, idx);
 		e->dqb_curspace = htole64(add_usage(LE64(e->dqb_curspace), d->space, &under));
 		e->dqb_curinodes = htole64(add_usage(LE64(e->dqb_curinodes), d->inodes, &under));
+		e->dqb_use_count = htole32(LE32(e->dqb_use_count) > d->release ?
+		    LE32(e->dqb_use_count) - d->release : 0);
 		e->dqb_btime = grace_after(LE64(e->dqb_curspace), LE64(e->dqb_bsoftlimit),
 		    e->dqb_btime, LE32(qf->info->dqi_bgrace));
 		e->dqb_itime = grace_after(LE64(e->dqb_curinodes), LE64(e->dqb_isoftlimit),
@@ -588,16 +599,15 @@ quota_apply(struct fsd_handle *h)
 	int type, rc = 0;
 
 	for (type = 0; type < FSD_MAXQUOTAS && rc == 0; type++) {
-		for (i = 0; i < h->nqd; i++)
-			if (h->qd[i].type == type && (h->qd[i].space != 0 || h->qd[i].inodes != 0))
-				break;
+		for (i = 0; i < h->nqd && !delta_pending(&h->qd[i], type); i++)
+			;
 		if (i == h->nqd)
 			continue;
 		if ((rc = handle_lock(h, fs->quota[type].lock)) != 0 ||
 		    (rc = qfile_open(fs, type, &qf)) != 0)
 			break;
 		for (; i < h->nqd && rc == 0; i++)
-			if (h->qd[i].type == type && (h->qd[i].space != 0 || h->qd[i].inodes != 0))
+			if (delta_pending(&h->qd[i], type))
 				rc = apply_one(h, &qf, &h->qd[i]);
 		qfile_close(fs, &qf);
 	}
@@ -810,5 +820,186 @@ quota_report(struct fsd *fs, struct quota_entry **out, size_t *n, uint32_t *bgra
 	qsort(r.v, r.n, sizeof(*r.v), by_type_id);
 	*out = r.v;
 	*n = r.n;
+	return 0;
+}
+
+/* ---- local quota files a kernel node left dirty ------------------------ */
+
+/*
+ * A local quota file (fs/ocfs2/quota_local.c): block 0 the header and
+ * info, then chunks, each a header block (free count and bitmap) and
+ * the blocks of its entries; bit b of a chunk is entry b % per_block of
+ * its block 1 + b / per_block.
+ */
+static unsigned
+lq_per_block(unsigned bs)
+{
+	return (bs - OCFS2_QBLK_RESERVED_SPACE) / sizeof(struct ocfs2_local_disk_dqblk);
+}
+
+static unsigned
+lq_chunk_blocks(unsigned bs)
+{
+	return (unsigned)((bs - sizeof(struct ocfs2_local_disk_chunk) -
+	    OCFS2_QBLK_RESERVED_SPACE) * 8) / lq_per_block(bs);
+}
+
+/* Block blk of the locked system file ino (ib its inode), referenced. */
+static int
+sysfile_block(struct fsd *fs, struct fsd_buf *ib, uint32_t blk, struct fsd_buf **bp)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)ib->data;
+	struct fsd_extent ex;
+	int rc;
+
+	if ((uint64_t)blk >= LE64(di->i_size) >> fs->bbits) {
+		fsd_corrupt(fs, ib->blkno, "local quota file: a block past its size");
+		return -EIO;
+	}
+	if ((rc = extent_map(fs, ib->blkno, &di->id2.i_list, blk, &ex)) != 0)
+		return rc;
+	if (ex.pblk == 0) {
+		fsd_corrupt(fs, ib->blkno, "local quota file: a hole");
+		return -EIO;
+	}
+	return block_read_owned(fs, ex.pblk, BLK_QUOTA, ib->blkno, bp);
+}
+
+/* Chunk c's entries in use, noted in h as deltas, their bits cleared. */
+static int
+lq_recover_chunk(struct fsd_handle *h, int type, struct fsd_buf *ib, uint32_t c,
+    unsigned *moved)
+{
+	struct fsd *fs = h->fs;
+	unsigned bs = fs->vol.block_bytes, per = lq_per_block(bs), bit;
+	uint32_t first = 1 + (lq_chunk_blocks(bs) + 1) * c;
+	const struct ocfs2_local_disk_dqblk *e;
+	struct ocfs2_local_disk_chunk *ch;
+	struct quota_delta *d;
+	struct fsd_buf *hb, *eb;
+	int rc;
+
+	if ((rc = sysfile_block(fs, ib, first, &hb)) != 0)
+		return rc;
+	ch = (struct ocfs2_local_disk_chunk *)hb->data;
+	for (bit = 0; bit < lq_chunk_blocks(bs) * per && rc == 0; bit++) {
+		if (!(ch->dqc_bitmap[bit / 8] & (1u << (bit % 8))))
+			continue;
+		if ((rc = sysfile_block(fs, ib, first + 1 + bit / per, &eb)) != 0)
+			break;
+		e = (const struct ocfs2_local_disk_dqblk *)eb->data + bit % per;
+		/* the ids are 32-bit; the deltas signed, as the kernel reads them */
+		d = delta_of(h, type, (uint32_t)LE64(e->dqb_id));
+		d->space += (int64_t)LE64(e->dqb_spacemod);
+		d->inodes += (int64_t)LE64(e->dqb_inodemod);
+		d->release++;
+		block_put(fs, eb);
+		if ((rc = journal_access(h, hb)) == 0) {
+			ch->dqc_bitmap[bit / 8] &= (uint8_t)~(1u << (bit % 8));
+			ch->dqc_free = htole32(LE32(ch->dqc_free) + 1);
+			journal_dirty(h, hb);
+			(*moved)++;
+		}
+	}
+	block_put(fs, hb);
+	return rc;
+}
+
+/*
+ * A clean local file holds no entry: the kernel frees them all before it
+ * sets OLQF_CLEAN at unmount, and clears the flag at mount. 1, 0 or -errno.
+ */
+static int
+lq_clean(struct fsd *fs, uint64_t ino)
+{
+	const struct ocfs2_local_disk_dqinfo *info;
+	struct fsd_buf *ib, *hb;
+	int rc;
+
+	if ((rc = block_read_owned(fs, ino, BLK_INODE, ino, &ib)) != 0)
+		return rc;
+	if ((rc = sysfile_block(fs, ib, 0, &hb)) == 0) {
+		info = (const struct ocfs2_local_disk_dqinfo *)(hb->data + OCFS2_LOCAL_INFO_OFF);
+		rc = (LE32(info->dqi_flags) & OLQF_CLEAN) != 0;
+		block_put(fs, hb);
+	}
+	block_put(fs, ib);
+	return rc;
+}
+
+/*
+ * One slot's local file of type, not clean: what its entries hold goes
+ * into the global file and the file is marked clean, in one transaction
+ * (as the kernel's ocfs2_finish_quota_recovery does for a crashed slot).
+ */
+static int
+lq_recover_file(struct fsd *fs, int type, uint64_t ino, unsigned *moved)
+{
+	struct ocfs2_local_disk_dqinfo *info;
+	struct fsd_buf *ib, *hb;
+	struct fsd_handle h;
+	uint32_t c, chunks;
+	int rc;
+
+	if ((rc = lq_clean(fs, ino)) != 0)
+		return rc < 0 ? rc : 0;
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	if ((rc = handle_lock_sysinode(&h, ino)) != 0 ||
+	    (rc = block_read_owned(fs, ino, BLK_INODE, ino, &ib)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	if ((rc = sysfile_block(fs, ib, 0, &hb)) == 0) {
+		info = (struct ocfs2_local_disk_dqinfo *)(hb->data + OCFS2_LOCAL_INFO_OFF);
+		chunks = LE32(info->dqi_chunks);
+		if (LE32(((const struct ocfs2_disk_dqheader *)hb->data)->dqh_magic) !=
+		    local_magics[type]) {
+			fsd_corrupt(fs, hb->blkno, "local quota file: bad magic");
+			rc = -EIO;
+		}
+		for (c = 0; c < chunks && rc == 0; c++)
+			rc = lq_recover_chunk(&h, type, ib, c, moved);
+		if (rc == 0 && (rc = journal_access(&h, hb)) == 0) {
+			info->dqi_flags = htole32(LE32(info->dqi_flags) | OLQF_CLEAN);
+			journal_dirty(&h, hb);
+		}
+		block_put(fs, hb);
+	}
+	block_put(fs, ib);
+	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
+		rc = -EIO;
+	return rc;
+}
+
+int
+quota_recover_local(struct fsd *fs)
+{
+	unsigned slot, moved;
+	struct fsd_buf *b;
+	uint64_t ino;
+	char name[32];
+	int type, rc;
+
+	for (type = 0; type < FSD_MAXQUOTAS; type++) {
+		if (fs->quota[type].ino == 0)
+			continue;
+		for (slot = 0; slot < fs->vol.max_slots; slot++) {
+			snprintf(name, sizeof(name), "%s:%04u", qfile_names[type], slot);
+			if ((rc = block_read(fs, fs->sysdir_blkno, BLK_INODE, &b)) != 0)
+				return rc;
+			rc = dir_lookup(fs, (const struct ocfs2_dinode *)b->data, name, strlen(name),
+			    &ino);
+			block_put(fs, b);
+			if (rc != 0)
+				return rc;
+			moved = 0;
+			if ((rc = lq_recover_file(fs, type, ino, &moved)) != 0)
+				return rc;
+			if (moved != 0)
+				log_info("%s: %u ids' usage a node left unsynced moved to %s",
+				    name, moved, qfile_names[type]);
+		}
+	}
 	return 0;
 }

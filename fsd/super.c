@@ -339,6 +339,10 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 		    strerror(-rc));
 		return -1;
 	}
+	if ((rc = quota_recover_local(fs)) != 0) {
+		snprintf(err, errlen, "recovering the local quota files: %s", strerror(-rc));
+		return -1;
+	}
 	/* what later recoveries compare with: the kernel's ocfs2_mark_dead_nodes */
 	for (i = 0; fs->glue != NULL && i < fs->vol.max_slots; i++)
 		slot_note_reco_gen(fs, (int)i);

@@ -11,7 +11,8 @@
 # (CAP_SYS_RESOURCE in the kernel); a soft limit passed starts the grace
 # time. fsd killed after fsync'ed work: the usage is exact after the
 # journal's replay. Two nodes writing as one uid at once: the global file
-# holds the sum after both unmount. A max-features volume mounts
+# holds the sum after both unmount, and a limit one node sets the other
+# enforces. A max-features volume mounts
 # read-write and passes a POSIX smoke test. The global files are also
 # read offline (debugfs.ocfs2 dump, a reader of their tree of its own
 # below) and checked against the reports; fsck.ocfs2 -fn is clean after
@@ -177,13 +178,34 @@ run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
 check_eq "on disk too" "$WANT" "$(offline "$IMG" user 4001)"
 
-echo "-- max-features: mounts read-write, POSIX smoke"
+echo "-- max-features: a crashed kernel node's local quota file, POSIX smoke"
 MF=$D/maxf.img
 check "mkfs --fs-feature-level=max-features" mkfs_img_size "$MF" 128M -M local -N 2 -b 4096 \
     -J size=8M --fs-feature-level=max-features
 check "usrquota and grpquota are among its features" sh -c \
     "debugfs.ocfs2 -R stats '$MF' | grep -q 'RO compat:.*usrquota grpquota'"
+# local_clean IMG user|group SLOT: OLQF_CLEAN in the slot's local file (dqi_flags, at byte 8)
+local_clean() {
+	debugfs.ocfs2 -R "dump //aquota.$2:$(printf %04d "$3") $D/local" "$1" >/dev/null 2>&1 &&
+	    (($(od -An -tu4 -j 8 -N 4 "$D/local") & 1))
+}
+# what a kernel node on slot 1 wrote before it crashed: a file of 4005's,
+# its usage still in the slot's local files only
+head -c 10000 /dev/urandom >"$D/host"
+check "build the libocfs2 fixture maker" build_populate
+check "a file of 4005's, its usage in slot 1's local files (not clean)" sh -c "
+	printf 'file /k $D/host\nattr /k 644 4005 4005 0 0\n' | '$D/populate' '$MF' &&
+	cl=\$(debugfs.ocfs2 -R 'stat /k' '$MF' | sed -n 's/.*Clusters: \([0-9]*\).*/\1/p') &&
+	printf 'quotadelta user 1 4005 %d 1\nquotadelta group 1 4005 %d 1\n' \$((cl * 4096)) \$((cl * 4096)) |
+	    '$D/populate' '$MF'"
+local_clean "$MF" user 1 && fail "slot 1's local file is not clean" || pass "slot 1's local file is not clean"
+check "fsck clean before" fsck_clean "$MF"
 run_check "mounts read-write" fsd_mount "$MF" "$MNT" --rundir "$RUN"
+check "the mount moved slot 1's usage to the global files" grep -q \
+    'aquota.user:0001: 1 ids. usage a node left unsynced moved' "$MNT.log"
+K_USAGE="$(du_usage "$MNT/k" | cut -d' ' -f1) 1"
+check_eq "4005's usage is its file's" "$K_USAGE" "$(reported "$MNT" user 4005 --rundir "$RUN")"
+check_eq "group 4005's too" "$K_USAGE" "$(reported "$MNT" group 4005 --rundir "$RUN")"
 mkdir "$MNT/u"
 chown 4004:4004 "$MNT/u"
 check "4004: files, appends, truncates, renames, links, xattrs, holes, directories" \
@@ -197,6 +219,9 @@ check "4004: files, appends, truncates, renames, links, xattrs, holes, directori
 check_eq "4004's usage is du's" "$(du_usage "$MNT/u")" "$(reported "$MNT" user 4004 --rundir "$RUN")"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$MF"
+local_clean "$MF" user 1 && local_clean "$MF" group 1 && pass "slot 1's local files are clean again" ||
+    fail "slot 1's local files are not clean"
+check_eq "the global file kept 4005's usage" "$K_USAGE" "$(offline "$MF" user 4005)"
 
 echo "-- two nodes write as one uid at once"
 lc_setup
@@ -223,6 +248,14 @@ for k in 1 2; do run_check "node$k's writer ends" wait "${PID[$k]}"; done
 WANT=$(du_usage "${M[1]}/c")
 check_eq "node2 sees what node1 sees" "$WANT" "$(du_usage "${M[2]}/c")"
 check_eq "node1's report: the sum of both nodes' work" "$WANT" "$(reported "${M[1]}" user 4003 --rundir "$(lc rundir 1)")"
+read -r SPACE INODES <<<"$WANT"
+check "node1 sets a block hard limit just above it" "$O2CTL" --rundir "$(lc rundir 1)" quota "${M[1]}" \
+    set user 4003 --block-hard $((SPACE + 8192))
+expect_error "node2 enforces it: EDQUOT" "Disk quota exceeded" \
+    as_user 4003 dd if=/dev/zero of="${M[2]}/c/over" bs=64K count=1 oflag=direct status=none
+check "node2 writes what fits" as_user 4003 dd if=/dev/zero of="${M[2]}/c/fits" bs=8K count=1 \
+    oflag=direct status=none
+WANT=$(du_usage "${M[1]}/c")
 for k in 1 2; do check "node$k unmounts" lc umount "$k"; done
 check_eq "the global file holds the sum" "$WANT" "$(offline "$CIMG" user 4003)"
 check_eq "the group file too" "$WANT" "$(offline "$CIMG" group 4003)"
