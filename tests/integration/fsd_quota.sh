@@ -12,8 +12,11 @@
 # time. fsd killed after fsync'ed work: the usage is exact after the
 # journal's replay. Two nodes writing as one uid at once: the global file
 # holds the sum after both unmount, and a limit one node sets the other
-# enforces. A max-features volume mounts
-# read-write and passes a POSIX smoke test. The global files are also
+# enforces. A max-features volume (metaecc) mounts read-write after
+# moving what a crashed kernel node left in slot 1's local quota files
+# into the global ones, and passes a POSIX smoke test with holes, punched
+# ranges and a reflinked file written into (shared clusters count in each
+# file, as fsck counts them). The global files are also
 # read offline (debugfs.ocfs2 dump, a reader of their tree of its own
 # below) and checked against the reports; fsck.ocfs2 -fn is clean after
 # each part.
@@ -217,6 +220,14 @@ check "4004: files, appends, truncates, renames, links, xattrs, holes, directori
 	mkdir -p x/y/z && for i in \$(seq 1 300); do : >x/y/name-\$i; done && rm x/y/name-1* &&
 	rmdir x/y/z && cmp big big2 >/dev/null 2>&1; [ \$? -eq 1 ] && test \"\$(cat t2)\" = tiny"
 check_eq "4004's usage is du's" "$(du_usage "$MNT/u")" "$(reported "$MNT" user 4004 --rundir "$RUN")"
+check "4004 reflinks a file (refcount) and writes into the copy" as_user 4004 sh -c "
+	'$O2CTL' reflink '$MNT/u/big' '$MNT/u/shared' &&
+	dd if=/dev/zero of='$MNT/u/shared' bs=4K count=3 seek=5 conv=notrunc,fsync status=none"
+check_eq "shared clusters count in each file, as fsck counts them" "$(du_usage "$MNT/u")" \
+    "$(reported "$MNT" user 4004 --rundir "$RUN")"
+rm "$MNT/u/big"
+check_eq "the original deleted: the copy keeps its clusters" "$(du_usage "$MNT/u")" \
+    "$(reported "$MNT" user 4004 --rundir "$RUN")"
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$MF"
 local_clean "$MF" user 1 && local_clean "$MF" group 1 && pass "slot 1's local files are clean again" ||
