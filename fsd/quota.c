@@ -8,8 +8,9 @@
  * A handle notes its usage changes (quota_charge) and, when it ends, adds
  * them to the global quota files under their META locks, in the same
  * transaction as the change itself (quota_apply): a crash or a dead node
- * leaves the files exact once its journal is replayed, and the per-slot
- * local quota files stay as mkfs left them (clean, no deltas).
+ * leaves the files exact once its journal is replayed. fsd leaves nothing
+ * in the per-slot local quota files; what a crashed kernel node left there
+ * a read-write mount moves into the global files (quota_recover_local).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -88,7 +89,8 @@ qfile_block(struct fsd *fs, struct qfile *qf, uint32_t blk, struct fsd_buf **bp)
 	int rc;
 
 	if (blk >= qf->blocks)
-		return qfile_corrupt(fs, qf->q->ino, "a reference past the file's blocks", qf->type);
+		return qfile_corrupt(fs, qf->q->ino, "a reference past the file's blocks",
+		    qf->type);
 	if ((rc = extent_map(fs, qf->q->ino, &di->id2.i_list, blk, &ex)) != 0)
 		return rc;
 	if (ex.pblk == 0)
@@ -365,8 +367,8 @@ qfile_insert(struct fsd_handle *h, struct qfile *qf, uint32_t id, struct fsd_buf
 		if ((rc = qfile_ref(fs, qf, tb, at, &ref)) != 0)
 			goto put;
 		if (ref != 0 && depth == last) {
-			rc = qfile_corrupt(fs, tb->blkno, "an id's leaf reference without its entry",
-			    qf->type);
+			rc = qfile_corrupt(fs, tb->blkno,
+			    "an id's leaf reference without its entry", qf->type);
 			goto put;
 		}
 		if (ref == 0) {
@@ -582,9 +584,9 @@ apply_one(struct fsd_handle *h, struct qfile *qf, const struct quota_delta *d)
 		qtree_entry_keep_used(e);
 		journal_dirty(h, b);
 		if (under)
-			log_warnx("%s quota of id %" PRIu32 ": usage would go below 0; kept at 0 "
-			    "(fsck.ocfs2 recomputes it)", qf->type == FSD_USRQUOTA ? "user" : "group",
-			    d->id);
+			log_warnx("%s quota of id %" PRIu32 ": usage would go below 0; kept "
+			    "at 0 (fsck.ocfs2 recomputes it)",
+			    qf->type == FSD_USRQUOTA ? "user" : "group", d->id);
 	}
 	block_put(fs, b);
 	return rc;
@@ -717,7 +719,7 @@ quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
 struct report {
 	struct quota_entry *v;
 	size_t		 n, cap;
-	uint8_t		*seen;		/* leaves already listed (many ids share one) */
+	uint8_t		*seen;		/* leaves listed already (ids share them) */
 };
 
 static void
@@ -988,8 +990,8 @@ quota_recover_local(struct fsd *fs)
 			snprintf(name, sizeof(name), "%s:%04u", qfile_names[type], slot);
 			if ((rc = block_read(fs, fs->sysdir_blkno, BLK_INODE, &b)) != 0)
 				return rc;
-			rc = dir_lookup(fs, (const struct ocfs2_dinode *)b->data, name, strlen(name),
-			    &ino);
+			rc = dir_lookup(fs, (const struct ocfs2_dinode *)b->data, name,
+			    strlen(name), &ino);
 			block_put(fs, b);
 			if (rc != 0)
 				return rc;

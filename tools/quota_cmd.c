@@ -159,10 +159,22 @@ quota_set(struct o2ctl *ctl, const char *mountpoint, int argc, char **argv)
 			return EX_USAGE;
 		}
 		switch (c) {
-		case 'b': qs.block_soft = v; qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_BLOCK_SOFT; break;
-		case 'B': qs.block_hard = v; qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_BLOCK_HARD; break;
-		case 'i': qs.inode_soft = v; qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_INODE_SOFT; break;
-		case 'I': qs.inode_hard = v; qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_INODE_HARD; break;
+		case 'b':
+			qs.block_soft = v;
+			qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_BLOCK_SOFT;
+			break;
+		case 'B':
+			qs.block_hard = v;
+			qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_BLOCK_HARD;
+			break;
+		case 'i':
+			qs.inode_soft = v;
+			qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_INODE_SOFT;
+			break;
+		case 'I':
+			qs.inode_hard = v;
+			qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_INODE_HARD;
+			break;
 		}
 	}
 	if (optind != argc || qs.mask == 0) {
