@@ -11,8 +11,9 @@
 # (CAP_SYS_RESOURCE in the kernel); a soft limit passed starts the grace
 # time. fsd killed after fsync'ed work: the usage is exact after the
 # journal's replay. Two nodes writing as one uid at once: the global file
-# holds the sum after both unmount, and a limit one node sets the other
-# enforces. A max-features volume (metaecc) mounts read-write after
+# holds the sum, and a limit one node sets the other enforces; one dies
+# holding an unlinked file open: the survivor's recovery deletes it and
+# the usage equals du again. A max-features volume (metaecc) mounts read-write after
 # moving what a crashed kernel node left in slot 1's local quota files
 # into the global ones, and passes a POSIX smoke test with holes, punched
 # ranges and a reflinked file written into (shared clusters count in each
@@ -241,7 +242,7 @@ CIMG=$D/cluster.img
 check "mkfs (cluster, usrquota,grpquota)" mkfs_img_size "$CIMG" 128M --cluster-stack=o2cb \
     --cluster-name=lc -N 2 -b 4096 -C 4096 -J size=8M --fs-feature-level=max-compat \
     --fs-features=usrquota,grpquota
-if ! lc up 2 --image "$CIMG" >/dev/null; then
+if ! lc up 2 --image "$CIMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null; then
 	fail "localcluster up 2"
 	finish
 	exit 1
@@ -266,8 +267,32 @@ expect_error "node2 enforces it: EDQUOT" "Disk quota exceeded" \
     as_user 4003 dd if=/dev/zero of="${M[2]}/c/over" bs=64K count=1 oflag=direct status=none
 check "node2 writes what fits" as_user 4003 dd if=/dev/zero of="${M[2]}/c/fits" bs=8K count=1 \
     oflag=direct status=none
+# node2 dies holding an unlinked file open: node1 replays its journal
+# and, once nobody has it open, deletes the orphan
+check "node1 lifts the limit" "$O2CTL" --rundir "$(lc rundir 1)" quota "${M[1]}" set user 4003 \
+    --block-hard 0
+as_user 4003 /usr/bin/python3 -c "
+import os, sys, time
+fd = os.open('${M[2]}/c/doomed', os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b'd' * 300000)
+os.fsync(fd)
+os.unlink('${M[2]}/c/doomed')
+print('held', flush=True)
+time.sleep(60)" >"$D/holder.out" 2>&1 &
+HOLDER=$!
+check "node2 holds an unlinked file of 4003's open" wait_for 10 grep -q held "$D/holder.out"
+lc kill 2 >/dev/null
+kill "$HOLDER" 2>/dev/null
+wait "$HOLDER" 2>/dev/null
+check "node1 recovers node2's slot" wait_for 20 sh -c \
+    "grep -q 'slot 1 recovered' '$LOCALCLUSTER_DIR/node1/log/fsd.log'"
+check "node1 writes as 4003 after" as_user 4003 dd if=/dev/zero of="${M[1]}/c/after" bs=4K count=1 \
+    oflag=direct status=none
 WANT=$(du_usage "${M[1]}/c")
-for k in 1 2; do check "node$k unmounts" lc umount "$k"; done
+check_eq "node1's report equals du: the orphan's usage is gone with it" "$WANT" \
+    "$(reported "${M[1]}" user 4003 --rundir "$(lc rundir 1)")"
+check "node1 unmounts" lc umount 1
+lc umount 2 >/dev/null 2>&1
 check_eq "the global file holds the sum" "$WANT" "$(offline "$CIMG" user 4003)"
 check_eq "the group file too" "$WANT" "$(offline "$CIMG" group 4003)"
 check "fsck clean" fsck_clean "$CIMG"
