@@ -988,6 +988,8 @@ void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
  * runs again.
  */
 int	 handle_lock_or_restart(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf);
+/* The same for a lock the caller found busy itself: -ENOSPC, lr noted. */
+int	 handle_restart_for(struct fsd_handle *h, struct fsd_lockres *lr);
 /*
  * With no handle open: wait for the lock this thread's
  * handle_lock_or_restart last found busy, to have it cached here when the operation runs again.

@@ -437,7 +437,10 @@ over_limit(uint64_t usage, int64_t more, uint64_t hard, uint64_t soft, uint64_t 
  * May id of type grow by space bytes and inodes now, with what h already
  * noted for it? Read under the file's lock at PR, not kept: the check is
  * as good as the kernel's across nodes, whose local usage reaches the
- * global file only at the next sync.
+ * global file only at the next sync. Not waiting inside the handle for a
+ * dead node's recovery, which may need a lock the handle holds: -ENOSPC
+ * then, and the operation runs again once the lock came
+ * (handle_lock_or_restart, doc/allocation.md).
  */
 static int
 quota_check(struct fsd_handle *h, int type, uint32_t id, int64_t space, int64_t inodes)
@@ -454,8 +457,8 @@ quota_check(struct fsd_handle *h, int type, uint32_t id, int64_t space, int64_t 
 	if (q->ino == 0 || caller_uid == 0 || (space <= 0 && inodes <= 0))
 		return 0;
 	d = delta_of(h, type, id);
-	if ((rc = lockres_lock(fs, q->lock, LKM_PR)) != 0)
-		return rc;
+	if ((rc = lockres_lock_flags(fs, q->lock, LKM_PR, LKF_NORECOWAIT)) != 0)
+		return rc == -EAGAIN ? handle_restart_for(h, q->lock) : rc;
 	if ((rc = qfile_open(fs, type, &qf)) == 0) {
 		if ((rc = qfile_find(fs, &qf, id, &b, &idx)) == 0) {
 			e = qtree_leaf_entry(b->data, idx);
