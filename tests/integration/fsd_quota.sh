@@ -47,6 +47,10 @@ reported() {
 rep() { reported "$MNT" "$@" --rundir "$RUN"; }
 field() { "$O2CTL" --rundir "$RUN" --json quota "$MNT" report | jq -r "[.entries[] | select(.type == \"$1\" and .id == $2)][0].$3"; }
 setq() { "$O2CTL" --rundir "$RUN" quota "$MNT" set "$@"; }
+# unmounted: fsd exited 0 and its log (each mount writes it anew) reports no sanitizer error
+unmounted() {
+	fsd_umount "$MNT" && ! grep -aE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' "$MNT.log"
+}
 
 # offline IMG user|group ID: "space inodes" of ID in the global file, read
 # from the image by a reader of the quota tree of its own (fs/quota/quota_tree.c's
@@ -152,7 +156,7 @@ expect_error "refused: a limit without a value" "not a size" setq user 4001 --bl
 check "limits of 0: none" setq user 4001 --block-hard 0 --inode-hard 0
 check_eq "none reported" "0 0" "$(field user 4001 block_hard) $(field user 4001 inode_hard)"
 REPORT=$(rep user 4001)
-run_check "unmount" fsd_umount "$MNT"
+run_check "unmount, no sanitizer error" unmounted
 check "fsck clean" fsck_clean "$IMG"
 check_eq "the global file on disk says what the report said" "$REPORT" "$(offline "$IMG" user 4001)"
 
@@ -178,7 +182,7 @@ umount -l "$MNT" 2>/dev/null
 run_check "mount (replaying)" fsd_mount "$IMG" "$MNT" --rundir "$RUN"
 check_eq "du after the replay is what was synced" "$WANT" "$(du_usage "$MNT/a")"
 check_eq "and so is the usage" "$WANT" "$(rep user 4001)"
-run_check "unmount" fsd_umount "$MNT"
+run_check "unmount, no sanitizer error" unmounted
 check "fsck clean" fsck_clean "$IMG"
 check_eq "on disk too" "$WANT" "$(offline "$IMG" user 4001)"
 
@@ -229,7 +233,7 @@ check_eq "shared clusters count in each file, as fsck counts them" "$(du_usage "
 rm "$MNT/u/big"
 check_eq "the original deleted: the copy keeps its clusters" "$(du_usage "$MNT/u")" \
     "$(reported "$MNT" user 4004 --rundir "$RUN")"
-run_check "unmount" fsd_umount "$MNT"
+run_check "unmount, no sanitizer error" unmounted
 check "fsck clean" fsck_clean "$MF"
 local_clean "$MF" user 1 && local_clean "$MF" group 1 && pass "slot 1's local files are clean again" ||
     fail "slot 1's local files are not clean"
@@ -296,4 +300,6 @@ lc umount 2 >/dev/null 2>&1
 check_eq "the global file holds the sum" "$WANT" "$(offline "$CIMG" user 4003)"
 check_eq "the group file too" "$WANT" "$(offline "$CIMG" group 4003)"
 check "fsck clean" fsck_clean "$CIMG"
+check "no fsd reported a sanitizer error or a crash" sh -c \
+    "! grep -aE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer' '$LOCALCLUSTER_DIR'/node*/log/fsd.log"
 finish
