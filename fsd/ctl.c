@@ -140,7 +140,10 @@ ctl_allowed(struct ipc_conn *c, const Envelope *req, int change)
 	return 1;
 }
 
-/* o2ctl quota MOUNTPOINT set: limits of one id, in a transaction of their own. */
+/*
+ * o2ctl quota MOUNTPOINT set: limits of one id, or grace times of a
+ * file, each in a transaction of its own.
+ */
 static void
 handle_quota_set(struct ipc_conn *c, const Envelope *req)
 {
@@ -164,7 +167,12 @@ handle_quota_set(struct ipc_conn *c, const Envelope *req)
 	lim.bhard = qs->block_hard;
 	lim.isoft = qs->inode_soft;
 	lim.ihard = qs->inode_hard;
-	rc = quota_set_limits(ctl->fs, (int)qs->type, qs->id, qs->mask, &lim);
+	rc = 0;
+	if (qs->mask & (QUOTA_SET_BSOFT | QUOTA_SET_BHARD | QUOTA_SET_ISOFT | QUOTA_SET_IHARD))
+		rc = quota_set_limits(ctl->fs, (int)qs->type, qs->id, qs->mask, &lim);
+	if (rc == 0 && (qs->mask & (QUOTA_SET_BGRACE | QUOTA_SET_IGRACE)))
+		rc = quota_set_grace(ctl->fs, (int)qs->type, qs->mask, qs->block_grace,
+		    qs->inode_grace);
 	if (rc != 0)
 		ipc_reply_status(c, req, -rc, "setting the limits: %s", strerror(-rc));
 	else

@@ -1074,9 +1074,13 @@ struct quota_entry {
 #define QUOTA_SET_BHARD	0x2
 #define QUOTA_SET_ISOFT	0x4
 #define QUOTA_SET_IHARD	0x8
+#define QUOTA_SET_BGRACE 0x10
+#define QUOTA_SET_IGRACE 0x20
 /* Set the limits mask names of type's id to lim's (in a handle of its own): 0 or -errno. */
 int	 quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
 	    const struct quota_entry *lim);
+/* Set the grace times (s) mask names in type's global file: 0 or -errno. */
+int	 quota_set_grace(struct fsd *fs, int type, unsigned mask, uint32_t bgrace, uint32_t igrace);
 /*
  * Every id of both files, by type then id: 0 with *out (free it) and
  * *n, and the user file's grace times (else the group file's); or -errno.

@@ -719,6 +719,36 @@ quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
 	return rc;
 }
 
+int
+quota_set_grace(struct fsd *fs, int type, unsigned mask, uint32_t bgrace, uint32_t igrace)
+{
+	struct fsd_handle h;
+	struct qfile qf;
+	int rc;
+
+	if (type < 0 || type >= FSD_MAXQUOTAS || fs->quota[type].ino == 0)
+		return -ENOTSUP;
+	if ((rc = journal_start(fs, &h)) != 0)
+		return rc;
+	if ((rc = handle_lock(&h, fs->quota[type].lock)) != 0 ||
+	    (rc = qfile_open(fs, type, &qf)) != 0) {
+		journal_stop(&h, 1);
+		return rc;
+	}
+	/* grace times running keep their end, as the kernel's do */
+	if ((rc = journal_access(&h, qf.hb)) == 0) {
+		if (mask & QUOTA_SET_BGRACE)
+			qf.info->dqi_bgrace = htole32(bgrace);
+		if (mask & QUOTA_SET_IGRACE)
+			qf.info->dqi_igrace = htole32(igrace);
+		journal_dirty(&h, qf.hb);
+	}
+	qfile_close(fs, &qf);
+	if (journal_stop(&h, rc != 0) != 0 && rc == 0)
+		rc = -EIO;
+	return rc;
+}
+
 struct report {
 	struct quota_entry *v;
 	size_t		 n, cap;

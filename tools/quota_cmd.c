@@ -1,5 +1,6 @@
 /*
- * o2ctl quota MOUNTPOINT report | set user|group ID [limits]: disk quotas
+ * o2ctl quota MOUNTPOINT report | set user|group ID [limits] |
+ * grace user|group [times]: disk quotas
  * of a volume fsd mounts (doc/quota.md). quotactl(2) names a block device
  * and FUSE passes no quota command, so quota(1), repquota(8) and
  * setquota(8) cannot reach fsd: the limits and the usage go through the
@@ -94,6 +95,29 @@ parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+/* "user" or "group": 0 or 1; -1 otherwise. */
+static int
+parse_type(const char *s)
+{
+	return strcmp(s, "user") == 0 ? 0 : strcmp(s, "group") == 0 ? 1 : -1;
+}
+
+/* Send a QuotaSet; the reply carries only a status. */
+static int
+quota_send(struct o2ctl *ctl, const char *mountpoint, Fsd__QuotaSet *qs)
+{
+	Envelope req = ENVELOPE__INIT, *rep;
+	int rc;
+
+	req.type = MSG_TYPE__MSG_FSD_QUOTA_SET;
+	req.payload_case = ENVELOPE__PAYLOAD_QUOTA_SET;
+	req.quota_set = qs;
+	if ((rc = quota_call(ctl, mountpoint, &req, &rep)) != EX_OK)
+		return rc;
+	envelope__free_unpacked(rep, NULL);
+	return EX_OK;
+}
+
 /* A user or group by number or name. */
 static int
 parse_id(int type, const char *s, uint32_t *id)
@@ -130,20 +154,14 @@ quota_set(struct o2ctl *ctl, const char *mountpoint, int argc, char **argv)
 		{ "inode-hard", required_argument, NULL, 'I' },
 		{ NULL, 0, NULL, 0 },
 	};
-	Envelope req = ENVELOPE__INIT, *rep;
 	Fsd__QuotaSet qs = FSD__QUOTA_SET__INIT;
 	uint64_t v;
-	int c, rc;
+	int c, t;
 
 	/* argv: set user|group ID [options] */
-	if (argc < 3)
+	if (argc < 3 || (t = parse_type(argv[1])) == -1)
 		return EX_USAGE;
-	if (strcmp(argv[1], "user") == 0)
-		qs.type = 0;
-	else if (strcmp(argv[1], "group") == 0)
-		qs.type = 1;
-	else
-		return EX_USAGE;
+	qs.type = (uint32_t)t;
 	if (parse_id((int)qs.type, argv[2], &qs.id) == -1) {
 		fprintf(stderr, "o2ctl: no such %s: %s\n", argv[1], argv[2]);
 		return EX_USAGE;
@@ -181,13 +199,48 @@ quota_set(struct o2ctl *ctl, const char *mountpoint, int argc, char **argv)
 		fprintf(stderr, "o2ctl: quota set: name at least one limit\n");
 		return EX_USAGE;
 	}
-	req.type = MSG_TYPE__MSG_FSD_QUOTA_SET;
-	req.payload_case = ENVELOPE__PAYLOAD_QUOTA_SET;
-	req.quota_set = &qs;
-	if ((rc = quota_call(ctl, mountpoint, &req, &rep)) != EX_OK)
-		return rc;
-	envelope__free_unpacked(rep, NULL);
-	return EX_OK;
+	return quota_send(ctl, mountpoint, &qs);
+}
+
+/* grace user|group [--block SECONDS] [--inode SECONDS]: the file's grace times. */
+static int
+quota_grace(struct o2ctl *ctl, const char *mountpoint, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "block", required_argument, NULL, 'b' },
+		{ "inode", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	Fsd__QuotaSet qs = FSD__QUOTA_SET__INIT;
+	uint64_t v;
+	int c, t;
+
+	if (argc < 2 || (t = parse_type(argv[1])) == -1)
+		return EX_USAGE;
+	qs.type = (uint32_t)t;
+	/* the options after the type: it stands as their argv[0] */
+	argc -= 1;
+	argv += 1;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c == '?' || parse_size(optarg, &v) == -1 || v > UINT32_MAX) {
+			if (c != '?')
+				fprintf(stderr, "o2ctl: not a number of seconds: %s\n", optarg);
+			return EX_USAGE;
+		}
+		if (c == 'b') {
+			qs.block_grace = (uint32_t)v;
+			qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_BLOCK_GRACE;
+		} else {
+			qs.inode_grace = (uint32_t)v;
+			qs.mask |= FSD__QUOTA_SET_MASK__QUOTA_SET_INODE_GRACE;
+		}
+	}
+	if (optind != argc || qs.mask == 0) {
+		fprintf(stderr, "o2ctl: quota grace: name --block or --inode\n");
+		return EX_USAGE;
+	}
+	return quota_send(ctl, mountpoint, &qs);
 }
 
 /* A grace time's end as the report shows it: "-", "over" or what is left. */
@@ -268,6 +321,8 @@ cmd_quota(struct o2ctl *ctl, int argc, char **argv)
 		return EX_USAGE;
 	if (strcmp(argv[2], "set") == 0)
 		return quota_set(ctl, argv[1], argc - 2, argv + 2);
+	if (strcmp(argv[2], "grace") == 0)
+		return quota_grace(ctl, argv[1], argc - 2, argv + 2);
 	if (strcmp(argv[2], "report") != 0 || argc != 3)
 		return EX_USAGE;
 	req.type = MSG_TYPE__MSG_FSD_QUOTA_REPORT;

@@ -9,7 +9,8 @@
 # EDQUOT from write(2) (O_DIRECT) and from fsync (the kernel's cache
 # written back), past its inode hard limit from creat; root is exempt
 # (CAP_SYS_RESOURCE in the kernel); a soft limit passed starts the grace
-# time. fsd killed after fsync'ed work: the usage is exact after the
+# time, and once a grace time (set to 2 s with o2ctl quota grace) is
+# over, growth fails with EDQUOT until usage is back at the soft limit. fsd killed after fsync'ed work: the usage is exact after the
 # journal's replay. Two nodes writing as one uid at once: the global file
 # holds the sum, and a limit one node sets the other enforces; one dies
 # holding an unlinked file open: the survivor's recovery deletes it and
@@ -155,6 +156,23 @@ expect_error "refused: an unknown quota type" "usage" setq project 1 --block-har
 expect_error "refused: a limit without a value" "not a size" setq user 4001 --block-hard lots
 check "limits of 0: none" setq user 4001 --block-hard 0 --inode-hard 0
 check_eq "none reported" "0 0" "$(field user 4001 block_hard) $(field user 4001 inode_hard)"
+check "o2ctl quota grace: 2 s for space over a user's soft limit" \
+    "$O2CTL" --rundir "$RUN" quota "$MNT" grace user --block 2
+check_eq "the grace time is reported" 2 \
+    "$("$O2CTL" --rundir "$RUN" --json quota "$MNT" report | jq .block_grace)"
+check "a soft limit at 4001's usage" setq user 4001 --block-soft "$(field user 4001 space)"
+check "past it, the first write starts the grace time" as_user 4001 dd if=/dev/zero \
+    of="$MNT/a/g" bs=8K count=1 oflag=direct status=none
+check "the next one within it is let through" as_user 4001 dd if=/dev/zero of="$MNT/a/g" \
+    bs=8K count=1 seek=1 oflag=direct status=none
+sleep 2.2
+expect_error "once it is over: EDQUOT" "Disk quota exceeded" as_user 4001 dd if=/dev/zero \
+    of="$MNT/a/g" bs=8K count=1 seek=2 oflag=direct status=none
+check "root, exempt, still writes for 4001" dd if=/dev/zero of="$MNT/a/g" bs=8K count=1 seek=3 \
+    oflag=direct conv=notrunc status=none
+rm "$MNT/a/g"
+check_eq "back at the soft limit: no grace time" 0 "$(field user 4001 block_grace_end)"
+check "a write fits again" as_user 4001 sh -c ": >'$MNT/a/g'"
 REPORT=$(rep user 4001)
 run_check "unmount, no sanitizer error" unmounted
 check "fsck clean" fsck_clean "$IMG"
