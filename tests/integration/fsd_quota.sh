@@ -18,7 +18,10 @@
 # moving what a crashed kernel node left in slot 1's local quota files
 # into the global ones, and passes a POSIX smoke test with holes, punched
 # ranges and a reflinked file written into (shared clusters count in each
-# file, as fsck counts them). The global files are also
+# file, as fsck counts them). A corrupt leaf of the global file (metaecc)
+# is EIO with its block logged, after which the mount takes no change; a
+# corrupt header refuses the mount, naming the file and the block. The
+# global files are also
 # read offline (debugfs.ocfs2 dump, a reader of their tree of its own
 # below) and checked against the reports; fsck.ocfs2 -fn is clean after
 # each part.
@@ -256,6 +259,28 @@ check "fsck clean" fsck_clean "$MF"
 local_clean "$MF" user 1 && local_clean "$MF" group 1 && pass "slot 1's local files are clean again" ||
     fail "slot 1's local files are not clean"
 check_eq "the global file kept 4005's usage" "$K_USAGE" "$(offline "$MF" user 4005)"
+
+echo "-- corrupt quota blocks: EIO, the block named, never a crash"
+QI=$D/corrupt.img
+check "mkfs --fs-features=metaecc,usrquota,grpquota" mkfs_img_size "$QI" 64M -M local -N 1 \
+    -b 4096 -C 4096 -J size=4M --fs-feature-level=max-compat --fs-features=metaecc,usrquota,grpquota
+qblock() { debugfs.ocfs2 -R "bmap //aquota.user $2" "$1" 2>/dev/null | tr -d '[:space:]'; }
+LEAF=$(qblock "$QI" 5)
+HDR=$(qblock "$QI" 0)
+poke "$QI" "$LEAF" $((0x30)) ff	# 8 bits of the root's entry: beyond metaecc's repair
+run_check "mounts (the header is sound)" fsd_mount "$QI" "$MNT"
+expect_error "a create whose usage goes to the corrupt leaf: EIO" "Input/output error" touch "$MNT/x"
+check "the log names the block" grep -q "corrupt metadata at block $LEAF" "$MNT.log"
+expect_error "then the volume takes no more changes" "Read-only file system" touch "$MNT/y"
+check "fsd is alive" kill -0 "$FSD_PID"
+run_check "unmount" fsd_umount "$MNT"
+poke "$QI" "$HDR" 0 00
+mkdir "$D/m2"
+FSD_MOUNTS+=("$D/m2")	# should fsd mount it after all, the cleanup unmounts it
+expect_error "a corrupt header: the mount is refused, the file named" "aquota.user (inode" \
+    timeout 10 "$FSD" -o nocluster "$QI" "$D/m2"
+check "its block named too" sh -c "timeout 10 '$FSD' -o nocluster '$QI' '$D/m2' 2>&1 |
+    grep -q 'block $HDR'"
 
 echo "-- two nodes write as one uid at once"
 lc_setup
