@@ -318,7 +318,8 @@ check "node2 writes what fits" as_user 4003 dd if=/dev/zero of="${M[2]}/c/fits" 
 # and, once nobody has it open, deletes the orphan
 check "node1 lifts the limit" "$O2CTL" --rundir "$(lc rundir 1)" quota "${M[1]}" set user 4003 \
     --block-hard 0
-as_user 4003 /usr/bin/python3 -c "
+# setpriv execs python: $! is the holder itself, which the kill below ends
+setpriv --reuid=4003 --regid=4003 --clear-groups /usr/bin/python3 -c "
 import os, sys, time
 fd = os.open('${M[2]}/c/doomed', os.O_WRONLY | os.O_CREAT, 0o644)
 os.write(fd, b'd' * 300000)
