@@ -223,6 +223,8 @@ block_check_of(struct fsd *fs, enum blk_type type, uint8_t *data)
 		return &((struct ocfs2_xattr_block *)data)->xb_check;
 	case BLK_REFCOUNT:
 		return &((struct ocfs2_refcount_block *)data)->rf_check;
+	case BLK_QUOTA:
+		return &ocfs2_block_dqtrailer((int)bs, data)->dq_check;
 	case BLK_RAW:
 	case BLK_NTYPES:
 		break;
@@ -568,6 +570,7 @@ block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 		return validate_xattr_block(fs, blkno, (const void *)data, why, whylen);
 	case BLK_REFCOUNT:
 		return validate_refcount_block(fs, blkno, (const void *)data, why, whylen);
+	case BLK_QUOTA:		/* no signature: quota.c checks what it follows */
 	case BLK_RAW:
 	case BLK_NTYPES:
 		break;

@@ -112,8 +112,121 @@ handle_status(struct ipc_conn *c, const Envelope *req)
 	ipc_reply(c, req, &rep);
 }
 
+/* Mounted, and (for a change) asked by root or fsd's own user? Else refused. */
+static int
+ctl_allowed(struct ipc_conn *c, const Envelope *req, int change)
+{
+	struct fsd_ctl *ctl = ipc_conn_arg(c);
+	uid_t uid = ipc_conn_uid(c);
+	int ready;
+
+	pthread_mutex_lock(&ctl->mtx);
+	ready = ctl->ready;
+	pthread_mutex_unlock(&ctl->mtx);
+	if (!ready) {
+		ipc_reply_status(c, req, EAGAIN, "volume %s is still being mounted",
+		    ctl->fs->vol.uuid);
+		return 0;
+	}
+	if (change && uid != 0 && uid != geteuid()) {
+		ipc_reply_status(c, req, EPERM, "only root sets quota limits");
+		return 0;
+	}
+	if (!quota_enabled(ctl->fs)) {
+		ipc_reply_status(c, req, ENOTSUP, "volume %s has no quota feature "
+		    "(usrquota, grpquota)", ctl->fs->vol.uuid);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * o2ctl quota MOUNTPOINT set: limits of one id, or grace times of a
+ * file, each in a transaction of its own.
+ */
+static void
+handle_quota_set(struct ipc_conn *c, const Envelope *req)
+{
+	struct fsd_ctl *ctl = ipc_conn_arg(c);
+	const Fsd__QuotaSet *qs = req->quota_set;
+	struct quota_entry lim = { 0 };
+	int rc;
+
+	if (!ctl_allowed(c, req, 1))
+		return;
+	if (qs->type >= FSD_MAXQUOTAS || ctl->fs->quota[qs->type].ino == 0) {
+		ipc_reply_status(c, req, ENOTSUP, "the volume keeps no %s quota",
+		    qs->type == FSD_USRQUOTA ? "user" : "group");
+		return;
+	}
+	if (ctl->fs->readonly) {
+		ipc_reply_status(c, req, EROFS, "mounted read-only");
+		return;
+	}
+	lim.bsoft = qs->block_soft;
+	lim.bhard = qs->block_hard;
+	lim.isoft = qs->inode_soft;
+	lim.ihard = qs->inode_hard;
+	rc = 0;
+	if (qs->mask & (QUOTA_SET_BSOFT | QUOTA_SET_BHARD | QUOTA_SET_ISOFT | QUOTA_SET_IHARD))
+		rc = quota_set_limits(ctl->fs, (int)qs->type, qs->id, qs->mask, &lim);
+	if (rc == 0 && (qs->mask & (QUOTA_SET_BGRACE | QUOTA_SET_IGRACE)))
+		rc = quota_set_grace(ctl->fs, (int)qs->type, qs->mask, qs->block_grace,
+		    qs->inode_grace);
+	if (rc != 0)
+		ipc_reply_status(c, req, -rc, "setting the limits: %s", strerror(-rc));
+	else
+		ipc_reply_status(c, req, 0, "%s", "");
+}
+
+/* o2ctl quota MOUNTPOINT report: every id of the global quota files. */
+static void
+handle_quota_report(struct ipc_conn *c, const Envelope *req)
+{
+	struct fsd_ctl *ctl = ipc_conn_arg(c);
+	Envelope rep = ENVELOPE__INIT;
+	Fsd__QuotaReport qr = FSD__QUOTA_REPORT__INIT;
+	Fsd__QuotaEntry *pe, **pv;
+	struct quota_entry *v;
+	size_t i, n;
+	int rc;
+
+	if (!ctl_allowed(c, req, 0))
+		return;
+	if ((rc = quota_report(ctl->fs, &v, &n, &qr.block_grace, &qr.inode_grace)) != 0) {
+		ipc_reply_status(c, req, -rc, "reading the quota files: %s", strerror(-rc));
+		return;
+	}
+	pe = xcalloc(n ? n : 1, sizeof(*pe));
+	pv = xcalloc(n ? n : 1, sizeof(*pv));
+	for (i = 0; i < n; i++) {
+		fsd__quota_entry__init(&pe[i]);
+		pe[i].type = (uint32_t)v[i].type;
+		pe[i].id = v[i].id;
+		pe[i].space = v[i].space;
+		pe[i].inodes = v[i].inodes;
+		pe[i].block_soft = v[i].bsoft;
+		pe[i].block_hard = v[i].bhard;
+		pe[i].inode_soft = v[i].isoft;
+		pe[i].inode_hard = v[i].ihard;
+		pe[i].block_grace_end = v[i].btime;
+		pe[i].inode_grace_end = v[i].itime;
+		pv[i] = &pe[i];
+	}
+	qr.n_entries = n;
+	qr.entries = pv;
+	rep.payload_case = ENVELOPE__PAYLOAD_QUOTA_REPORT;
+	rep.quota_report = &qr;
+	ipc_reply(c, req, &rep);
+	free(pv);
+	free(pe);
+	free(v);
+}
+
 static const struct ipc_handler ctl_handlers[] = {
 	{ MSG_TYPE__MSG_FSD_STATUS, ENVELOPE__PAYLOAD__NOT_SET, handle_status },
+	{ MSG_TYPE__MSG_FSD_QUOTA_SET, ENVELOPE__PAYLOAD_QUOTA_SET, handle_quota_set },
+	{ MSG_TYPE__MSG_FSD_QUOTA_REPORT, ENVELOPE__PAYLOAD__NOT_SET, handle_quota_report },
 };
 
 static void

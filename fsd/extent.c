@@ -197,6 +197,20 @@ xroot_add_clusters(struct xroot *r, int64_t n)
 	*r->clusters = htole32((uint32_t)((int64_t)LE32(*r->clusters) + n));
 }
 
+/*
+ * The root's inode gains or loses n clusters in its owners' quotas (a
+ * directory index's root: its clusters are not counted, as fsck counts).
+ */
+static int
+xroot_charge(struct fsd_handle *h, struct fsd_buf *b, int64_t n)
+{
+	const struct ocfs2_dinode *di = (const struct ocfs2_dinode *)b->data;
+
+	if (memcmp(di->i_signature, OCFS2_INODE_SIGNATURE, sizeof(OCFS2_INODE_SIGNATURE) - 1) != 0)
+		return 0;
+	return quota_charge(h, di, b->blkno, n, 0);
+}
+
 /* Clusters a record covers, at either kind of level. */
 static uint32_t
 rec_clusters(const struct ocfs2_extent_list *el, const struct ocfs2_extent_rec *r)
@@ -379,6 +393,9 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 	unsigned n, lvl, i, k, target;
 	int rc;
 
+	/* the owners may not grow: nothing is changed yet */
+	if ((rc = xroot_charge(h, ib, clusters)) != 0)
+		return rc;
 	xroot_of(ib, &xr);
 	root = xr.el;
 	while (clusters > 0) {
@@ -614,6 +631,8 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 		} else
 			r->e_leaf_clusters = htole16((uint16_t)(len - cut));
 		xroot_add_clusters(&xr, -(int64_t)cut);
+		if ((rc = xroot_charge(h, ib, -(int64_t)cut)) != 0)
+			goto out;
 		path_normalize(h, &xr, &p);
 		path_put(fs, &p);
 	}
@@ -1093,7 +1112,8 @@ extent_insert(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t 
 	struct xroot xr;
 	int rc;
 
-	if ((rc = journal_access(h, ib)) != 0 || (rc = tree_edit(h, ib, &e)) != 0)
+	if ((rc = xroot_charge(h, ib, len)) != 0 ||
+	    (rc = journal_access(h, ib)) != 0 || (rc = tree_edit(h, ib, &e)) != 0)
 		return rc;
 	xroot_of(ib, &xr);
 	xroot_add_clusters(&xr, len);
@@ -1144,6 +1164,8 @@ extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t e
 				return rc;
 			di->i_clusters = htole32(LE32(di->i_clusters) - (uint32_t)n);
 			journal_dirty(h, ib);
+			if ((rc = xroot_charge(h, ib, -(int64_t)n)) != 0)
+				return rc;
 		}
 		cpos += (uint32_t)n;
 	}

@@ -59,6 +59,9 @@
  *                under the tree's 'T' cluster lock
  *   reflink.c    shared extents: copy_file_range shares clusters, writes
  *                copy them first (copy-on-write)
+ *   qtree.c      the quota tree's arithmetic: where an id's entry lives
+ *   quota.c      disk quotas: usage charged in the handle that changes it,
+ *                added to the global quota files when the handle ends
  *   xattr.c      extended attributes: the inline area, xattr blocks, bucket
  *                trees, value trees; freeing them on delete
  *   acl.c        POSIX ACLs kept in xattrs: the kernel's form, the mode,
@@ -106,6 +109,7 @@ enum blk_type {
 	BLK_DX_LEAF,	/* directory index leaf */
 	BLK_XATTR,	/* xattr block: its header or its bucket tree's root */
 	BLK_REFCOUNT,	/* refcount block: a tree's root or leaf */
+	BLK_QUOTA,	/* block of a global quota file: its check in the last 8 bytes */
 	BLK_NTYPES
 };
 
@@ -222,6 +226,13 @@ struct fsd_slot {
 	uint32_t	reco_gen;	/* its journal's recovery generation as we last saw it */
 };
 
+/* One global quota file (aquota.user, aquota.group), doc/quota.md. */
+enum { FSD_USRQUOTA = 0, FSD_GRPQUOTA = 1, FSD_MAXQUOTAS = 2 };
+struct fsd_quota {
+	uint64_t	 ino;		/* 0: the volume has no quota of this type */
+	struct fsd_lockres *lock;	/* its META lock: guards the whole file */
+};
+
 struct fsd_itable;
 struct fsd_journal;
 struct fsd_glue;
@@ -333,6 +344,7 @@ struct fsd {
 	struct fsd_lockres *super_lock;		/* SUPER: the slot map */
 	struct fsd_lockres *rename_lock;	/* RENAME: moves between directories */
 	struct fsd_lockres *gb_lock;		/* META of the global bitmap */
+	struct fsd_quota quota[FSD_MAXQUOTAS];	/* usrquota, grpquota (quota.c) */
 	struct fsd_ctl	*ctl;			/* the status socket (ctl.c), or NULL */
 };
 
@@ -961,6 +973,8 @@ struct fsd_handle {
 	unsigned	  ndirs;
 	struct fsd_lockres **locks;	/* EX holds kept until the handle ends */
 	unsigned	  nlocks, locks_cap;
+	struct quota_delta *qd;		/* usage changes, added to the quota files at the end */
+	unsigned	  nqd, qd_cap;
 };
 /* Inside a handle: lock EX until the handle ends (allocators, the bitmap). */
 int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
@@ -975,6 +989,8 @@ void	 handle_hold(struct fsd_handle *h, struct fsd_lockres *lr);
  * runs again.
  */
 int	 handle_lock_or_restart(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf);
+/* The same for a lock the caller found busy itself: -ENOSPC, lr noted. */
+int	 handle_restart_for(struct fsd_handle *h, struct fsd_lockres *lr);
 /*
  * With no handle open: wait for the lock this thread's
  * handle_lock_or_restart last found busy, to have it cached here when the operation runs again.
@@ -1006,6 +1022,75 @@ uint64_t journal_commits(struct fsd *fs);
 int	 journal_checkpoint(struct fsd *fs);
 /* Checkpoint everything and mark the log empty (s_start 0), for unmount. */
 int	 journal_shutdown(struct fsd *fs);
+
+/* qtree.c: the global quota file's tree (doc/quota.md), pure; bs the block size */
+unsigned qtree_refs_per_block(unsigned bs);
+int	 qtree_depth(unsigned bs);
+/* The reference a tree block at depth (the root is 0) follows for id. */
+unsigned qtree_index(unsigned bs, uint32_t id, int depth);
+unsigned qtree_entries_per_leaf(unsigned bs);
+struct ocfs2_global_disk_dqblk *qtree_leaf_entry(uint8_t *leaf, unsigned i);
+int	 qtree_entry_unused(const struct ocfs2_global_disk_dqblk *e);
+/* id's entry in a leaf block, or -1; the first unused entry, or -1. */
+int	 qtree_leaf_find(uint8_t *leaf, unsigned bs, uint32_t id);
+int	 qtree_leaf_free_slot(uint8_t *leaf, unsigned bs);
+/* An entry that would read as unused (id 0, all zero) is marked used. */
+void	 qtree_entry_keep_used(struct ocfs2_global_disk_dqblk *e);
+
+/* quota.c: disk quotas (doc/quota.md) */
+/* Find the global quota files of the volume's quota features: 0, or -1 and err. */
+int	 quota_mount(struct fsd *fs, char *err, size_t errlen);
+/*
+ * Read-write mount, under SUPER: what a kernel node that crashed left in
+ * any slot's local quota file goes into the global files (fsd itself
+ * never leaves anything there). 0 or -errno.
+ */
+int	 quota_recover_local(struct fsd *fs);
+/* Does the volume keep quotas? */
+int	 quota_enabled(const struct fsd *fs);
+/*
+ * Inside a handle: inode di (block blkno) gains or loses clusters and
+ * inodes (an inode itself: +1 created, -1 freed). Growth beyond the
+ * owner's hard limit, or its soft limit past the grace time, is refused
+ * with -EDQUOT unless the caller is root. System files are not counted.
+ */
+int	 quota_charge(struct fsd_handle *h, const struct ocfs2_dinode *di, uint64_t blkno,
+	    int64_t clusters, int64_t inodes);
+/* chown/chgrp of di (its usage goes from its owners to uid and gid): 0 or -EDQUOT. */
+int	 quota_transfer(struct fsd_handle *h, const struct ocfs2_dinode *di, uint64_t blkno,
+	    uint32_t uid, uint32_t gid);
+/* The FUSE request's caller, whose rights the limits are checked with (this thread). */
+void	 quota_set_caller(uint32_t uid);
+/* A caller not known, never exempt: the kernel writing back its cache ((uid_t)-1). */
+#define QUOTA_CALLER_UNKNOWN	0xffffffffu
+/* One id's quota as the global file keeps it (space in bytes; limits 0: none). */
+struct quota_entry {
+	int		 type;		/* FSD_USRQUOTA, FSD_GRPQUOTA */
+	uint32_t	 id;
+	uint64_t	 space, inodes;
+	uint64_t	 bsoft, bhard, isoft, ihard;
+	uint64_t	 btime, itime;	/* when a soft limit's grace ends; 0: none */
+};
+#define QUOTA_SET_BSOFT	0x1	/* = fsd.proto's QuotaSetMask */
+#define QUOTA_SET_BHARD	0x2
+#define QUOTA_SET_ISOFT	0x4
+#define QUOTA_SET_IHARD	0x8
+#define QUOTA_SET_BGRACE 0x10
+#define QUOTA_SET_IGRACE 0x20
+/* Set the limits mask names of type's id to lim's (in a handle of its own): 0 or -errno. */
+int	 quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
+	    const struct quota_entry *lim);
+/* Set the grace times (s) mask names in type's global file: 0 or -errno. */
+int	 quota_set_grace(struct fsd *fs, int type, unsigned mask, uint32_t bgrace, uint32_t igrace);
+/*
+ * Every id of both files, by type then id: 0 with *out (free it) and
+ * *n, and the user file's grace times (else the group file's); or -errno.
+ */
+int	 quota_report(struct fsd *fs, struct quota_entry **out, size_t *n, uint32_t *bgrace,
+	    uint32_t *igrace);
+/* journal_stop: the handle's usage changes into the global files (its last locks). */
+int	 quota_apply(struct fsd_handle *h);
+void	 quota_discard(struct fsd_handle *h);
 
 /* alloc.c (all inside the caller's handle) */
 /* Clusters from the global bitmap: a run of min..want, near goal. */

@@ -745,6 +745,10 @@ inode_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid, ui
 	if (!S_ISLNK(mode))
 		di->id2.i_list.l_count = htole16(ocfs2_extent_recs_per_inode(fs->vol.block_bytes));
 	journal_dirty(h, *bp);
+	if ((rc = quota_charge(h, di, sb.blkno, 0, 1)) != 0) {
+		block_put(fs, *bp);
+		return rc;
+	}
 	return 0;
 }
 
@@ -768,7 +772,7 @@ inode_wipe(struct fsd_handle *h, struct fsd_buf *ib)
 		group = ib->blkno - bit;
 	if ((rc = suballoc_free(h, fs->slots[slot].inode_alloc, group, bit)) != 0)
 		return rc;
-	if ((rc = journal_access(h, ib)) != 0)
+	if ((rc = journal_access(h, ib)) != 0 || (rc = quota_charge(h, di, ib->blkno, 0, -1)) != 0)
 		return rc;
 	/* as ocfs2_wipe_inode leaves it: not VALID, dtime set, no links */
 	clock_gettime(CLOCK_REALTIME, &ts);

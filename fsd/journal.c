@@ -488,17 +488,23 @@ handle_lock(struct fsd_handle *h, struct fsd_lockres *lr)
 static __thread struct fsd_lockres *busy_lock;
 
 int
+handle_restart_for(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	if (busy_lock == NULL) {
+		lockres_ref(h->fs, lr);
+		busy_lock = lr;
+	}
+	return -ENOSPC;
+}
+
+int
 handle_lock_or_restart(struct fsd_handle *h, struct fsd_lockres *lr, unsigned lkf)
 {
 	int rc;
 
 	if ((rc = handle_lock_flags(h, lr, lkf)) != -EAGAIN)
 		return rc;
-	if (busy_lock == NULL) {
-		lockres_ref(h->fs, lr);
-		busy_lock = lr;
-	}
-	return -ENOSPC;
+	return handle_restart_for(h, lr);
 }
 
 int
@@ -592,6 +598,10 @@ journal_stop(struct fsd_handle *h, int abort)
 	unsigned i;
 	int rc = 0;
 
+	/* the usage it changed goes into the quota files with it (quota.c) */
+	if (!abort && h->nqd != 0 && (rc = quota_apply(h)) != 0)
+		log_warnx("quota usage of a change could not be recorded: %s", strerror(-rc));
+	quota_discard(h);
 	pthread_mutex_lock(&j->mtx);
 	for (i = 0; i < h->nundo; i++) {
 		if (abort)

@@ -16,6 +16,13 @@ fsd_of(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* Handlers that may allocate note their caller: quota limits spare root (quota.c). */
+static inline void
+fsd_caller(fuse_req_t req)
+{
+	quota_set_caller(fuse_req_ctx(req)->uid);
+}
+
 /* ops_inode.c */
 void	fsd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void	fsd_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);

@@ -167,9 +167,17 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 	struct fsd_inode *ip;
 	struct fsd_reclaim room = { 0 };
 	int rc;
-
 	uint64_t at;
 
+	/*
+	 * The kernel writing back its cache sends the write as root: the
+	 * writer is not known, so the file's owner's limits hold (the error
+	 * then reaches the writer's fsync or close, as ENOSPC would).
+	 */
+	if (fi->writepage)
+		quota_set_caller(QUOTA_CALLER_UNKNOWN);
+	else
+		fsd_caller(req);
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	at = (fi->fh & FH_APPEND) && fs->glue != NULL ? FILE_APPEND : (uint64_t)off;
@@ -238,6 +246,7 @@ fsd_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t leng
 	struct fsd_reclaim room = { 0 };
 	int rc;
 
+	fsd_caller(req);
 	(void)fi;
 	if (fs->sparse ? !sparse_fallocate_modes(fs, mode) : (mode & ~FALLOC_FL_KEEP_SIZE) != 0)
 		return (void)fuse_reply_err(req, EOPNOTSUPP);
@@ -299,6 +308,7 @@ fsd_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse
 	int64_t done;
 	int rc;
 
+	fsd_caller(req);
 	(void)fi_in;
 	(void)fi_out;
 	if (flags != 0 || off_in < 0 || off_out < 0)

@@ -323,6 +323,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 	struct fsd_reclaim room = { 0 };
 	int rc;
 
+	fsd_caller(req);
 	(void)fi;
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
@@ -344,6 +345,12 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		goto out;
 	}
 	di = (struct ocfs2_dinode *)b->data;
+	/* chown and chgrp move the file's usage to its new owners */
+	if ((to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) &&
+	    (rc = quota_transfer(&h, di, b->blkno,
+	    (to_set & FUSE_SET_ATTR_UID) ? (uint32_t)attr->st_uid : LE32(di->i_uid),
+	    (to_set & FUSE_SET_ATTR_GID) ? (uint32_t)attr->st_gid : LE32(di->i_gid))) != 0)
+		goto unlock;
 	if ((rc = journal_access(&h, b)) == 0) {
 		clock_gettime(CLOCK_REALTIME, &now);
 		if (to_set & FUSE_SET_ATTR_MODE)
@@ -369,6 +376,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 		inode_to_stat(fs, di, &st);
 		kernsize_set(ip, (uint64_t)st.st_size);
 	}
+unlock:
 	inode_unlock_block_in(&h, ip, b);
 	journal_stop(&h, rc != 0);
 	/* the access ACL's mask follows a chmod (ocfs2_acl_chmod, its own transaction) */

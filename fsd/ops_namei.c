@@ -242,6 +242,7 @@ fsd_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_
 	struct fuse_entry_param e;
 	int rc;
 
+	fsd_caller(req);
 	if (!S_ISREG(mode) && !S_ISCHR(mode) && !S_ISBLK(mode) && !S_ISFIFO(mode) &&
 	    !S_ISSOCK(mode))
 		return (void)fuse_reply_err(req, EINVAL);
@@ -256,6 +257,7 @@ fsd_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 	struct fuse_entry_param e;
 	int rc;
 
+	fsd_caller(req);
 	if ((rc = do_create(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL, &e, NULL)) != 0)
 		return (void)fuse_reply_err(req, -rc);
 	fuse_reply_entry(req, &e);
@@ -267,6 +269,7 @@ fsd_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *nam
 	struct fuse_entry_param e;
 	int rc;
 
+	fsd_caller(req);
 	if (strlen(link) == 0 || strlen(link) >= PATH_MAX)
 		return (void)fuse_reply_err(req, strlen(link) ? ENAMETOOLONG : ENOENT);
 	if ((rc = do_create(req, parent, name, S_IFLNK | 0777, 0, link, &e, NULL)) != 0)
@@ -317,6 +320,7 @@ fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 	uint64_t found = 0;
 	int rc, created = 1;
 
+	fsd_caller(req);
 	rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, &e, &found);
 	if (rc == -EEXIST && found != 0 && !(fi->flags & O_EXCL)) {
 		created = 0;
@@ -349,6 +353,7 @@ fsd_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newna
 	uint64_t existing, blkno = fsd_ino_to_blkno(fs, ino);
 	int rc;
 
+	fsd_caller(req);
 	memset(&ip, 0, sizeof(ip));
 	if ((rc = check_name(newname)) != 0)
 		return (void)fuse_reply_err(req, -rc);
@@ -654,6 +659,7 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	uint64_t pblk = fsd_ino_to_blkno(fs, parent), npblk = fsd_ino_to_blkno(fs, newparent);
 	int rc, sdir, same, r;
 
+	fsd_caller(req);
 	memset(&op, 0, sizeof(op));
 	memset(&np, 0, sizeof(np));
 	memset(&sp, 0, sizeof(sp));

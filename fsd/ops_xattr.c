@@ -112,6 +112,7 @@ void
 fsd_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
     int flags)
 {
+	fsd_caller(req);
 	/* an empty value is still a value: never NULL, which removes */
 	fuse_reply_err(req, -change(req, ino, name, value != NULL ? value : "", size,
 	    flags & (XATTR_CREATE | XATTR_REPLACE)));

@@ -65,7 +65,9 @@ static const struct feature_name {
 				 OCFS2_FEATURE_INCOMPAT_APPEND_DIO | \
 				 OCFS2_FEATURE_INCOMPAT_META_ECC | \
 				 OCFS2_FEATURE_INCOMPAT_REFCOUNT_TREE)
-#define FSD_RO_COMPAT_SUPP	OCFS2_FEATURE_RO_COMPAT_UNWRITTEN
+#define FSD_RO_COMPAT_SUPP	(OCFS2_FEATURE_RO_COMPAT_UNWRITTEN | \
+				 OCFS2_FEATURE_RO_COMPAT_USRQUOTA | \
+				 OCFS2_FEATURE_RO_COMPAT_GRPQUOTA)
 
 static void
 feature_name(int kind, uint32_t bit, char *out, size_t outlen)
@@ -337,6 +339,10 @@ mount_rw(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t errle
 		    strerror(-rc));
 		return -1;
 	}
+	if ((rc = quota_recover_local(fs)) != 0) {
+		snprintf(err, errlen, "recovering the local quota files: %s", strerror(-rc));
+		return -1;
+	}
 	/* what later recoveries compare with: the kernel's ocfs2_mark_dead_nodes */
 	for (i = 0; fs->glue != NULL && i < fs->vol.max_slots; i++)
 		slot_note_reco_gen(fs, (int)i);
@@ -481,6 +487,9 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	if (find_system_files(fs, err, errlen) == -1)
 		goto fail;
 	system_locks(fs);
+	/* a read-only mount changes no usage: it needs no quota file */
+	if (!fs->readonly && quota_mount(fs, err, errlen) == -1)
+		goto fail;
 	if ((rc = block_read(fs, fs->root_blkno, BLK_INODE, &b)) != 0) {
 		snprintf(err, errlen, "the root directory (inode %llu) is unreadable",
 		    (unsigned long long)fs->root_blkno);

@@ -47,6 +47,11 @@ static const struct o2ctl_cmd commands[] = {
 	{ "locks", "DOMAIN", "a domain's lock resources: master, queues, LVB (dlmd)", cmd_locks, 0 },
 	{ "reflink", "SRC DST", "a new file DST sharing SRC's data (copy-on-write), with its "
 	  "mode, owner, times and xattrs", cmd_reflink, 0 },
+	{ "quota", "MOUNTPOINT report | MOUNTPOINT set user|group ID [--block-soft SIZE] "
+	  "[--block-hard SIZE] [--inode-soft N] [--inode-hard N] | "
+	  "MOUNTPOINT grace user|group [--block S] [--inode S]",
+	  "disk quotas of a mounted volume: usage and limits (SIZE in bytes, K, M, G, T)",
+	  cmd_quota, 0 },
 };
 
 static void

@@ -75,6 +75,9 @@ void	mounts_json(FILE *, const struct mounts *);
 void	mounts_text(FILE *, const struct mounts *, int detail);
 int	cmd_mounts(struct o2ctl *, int, char **);
 
+/* quota_cmd.c */
+int	cmd_quota(struct o2ctl *, int, char **);
+
 /* reflink_cmd.c */
 int	cmd_reflink(struct o2ctl *, int, char **);
 

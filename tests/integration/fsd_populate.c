@@ -17,6 +17,10 @@
  *       CLUSTERS separate extents (deep extent trees on small blocks);
  *       byte i of file k is (i * 7 + k * 13 + i / 4096) & 0xff
  *   many DIR COUNT              COUNT empty files DIR/f00000...
+ *   quotadelta user|group SLOT ID SPACE INODES
+ *       the slot's local quota file as a kernel node that crashed leaves
+ *       it: not clean, chunk 0's first entry in use, holding ID's usage
+ *       not yet added to the global file (fs/ocfs2/quota_local.c layout)
  */
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -304,12 +308,72 @@ cmd_many(const char *dir, unsigned count)
 	}
 }
 
+/* Write one block of a file, its quota block check set (metaecc). */
+static void
+write_qblock(ocfs2_cached_inode *ci, char *buf, uint64_t blk)
+{
+	unsigned bs = fs->fs_blocksize, got;
+	struct ocfs2_disk_dqtrailer *t = ocfs2_block_dqtrailer(bs, buf);
+	errcode_t ret;
+
+	ocfs2_compute_meta_ecc(fs, buf, &t->dq_check);
+	if ((ret = ocfs2_file_write(ci, buf, bs, blk * bs, &got)) || got != bs)
+		die("write local quota file", ret ? ret : OCFS2_ET_SHORT_WRITE);
+}
+
+static void
+cmd_quotadelta(const char *type, unsigned slot, unsigned id, long long space, long long inodes)
+{
+	unsigned bs = fs->fs_blocksize, got;
+	int grp = strcmp(type, "group") == 0;
+	struct ocfs2_local_disk_dqinfo *info;
+	struct ocfs2_local_disk_chunk *chunk;
+	struct ocfs2_local_disk_dqblk *e;
+	ocfs2_cached_inode *ci;
+	char name[64], *buf;
+	uint64_t ino;
+	errcode_t ret;
+
+	snprintf(name, sizeof(name), "%s:%04u", grp ? "aquota.group" : "aquota.user", slot);
+	if ((ret = ocfs2_lookup(fs, fs->fs_sysdir_blkno, name, strlen(name), NULL, &ino)))
+		die(name, ret);
+	if ((ret = ocfs2_read_cached_inode(fs, ino, &ci)) ||
+	    (ret = ocfs2_malloc_blocks(fs->fs_io, 3, &buf)))
+		die(name, ret);
+	/* mkfs leaves the header and chunk 0's header: one block of entries more */
+	if ((ret = ocfs2_file_read(ci, buf, 2 * bs, 0, &got)) || got != 2 * bs)
+		die("read local quota file", ret ? ret : OCFS2_ET_SHORT_READ);
+	if ((ret = ocfs2_cached_inode_extend_allocation(ci, ocfs2_clusters_in_blocks(fs, 3) -
+	    ci->ci_inode->i_clusters)))
+		die("extend local quota file", ret);
+	ci->ci_inode->i_size = 3 * bs;
+	if ((ret = ocfs2_write_cached_inode(fs, ci)))
+		die("write local quota inode", ret);
+	info = (struct ocfs2_local_disk_dqinfo *)(buf + OCFS2_LOCAL_INFO_OFF);
+	info->dqi_flags &= ~OLQF_CLEAN;
+	info->dqi_blocks = 3;
+	chunk = (struct ocfs2_local_disk_chunk *)(buf + bs);
+	chunk->dqc_free = (bs - OCFS2_QBLK_RESERVED_SPACE) / sizeof(*e) - 1;
+	chunk->dqc_bitmap[0] |= 1;
+	memset(buf + 2 * bs, 0, bs);
+	e = (struct ocfs2_local_disk_dqblk *)(buf + 2 * bs);
+	e->dqb_id = id;
+	e->dqb_spacemod = (uint64_t)space;
+	e->dqb_inodemod = (uint64_t)inodes;
+	write_qblock(ci, buf, 0);
+	write_qblock(ci, buf + bs, 1);
+	write_qblock(ci, buf + 2 * bs, 2);
+	ocfs2_free(&buf);
+	ocfs2_free_cached_inode(fs, ci);
+}
+
 int
 main(int argc, char **argv)
 {
 	char line[8192], a[4096], b[4096], c[64];
 	unsigned x, y, z, w;
 	unsigned long long t;
+	long long q1, q2;
 	uint64_t parent, ino;
 	errcode_t ret;
 
@@ -344,6 +408,8 @@ main(int argc, char **argv)
 			cmd_interleave(a, b, x);
 		} else if (sscanf(line, "many %4095s %u", a, &x) == 2) {
 			cmd_many(a, x);
+		} else if (sscanf(line, "quotadelta %63s %u %u %lld %lld", c, &x, &y, &q1, &q2) == 5) {
+			cmd_quotadelta(c, x, y, q1, q2);
 		} else if (line[0] != '\0' && line[0] != '#') {
 			fprintf(stderr, "populate: bad command: %s\n", line);
 			return 1;

@@ -116,9 +116,15 @@ run_check "a default-level volume mounts read-write" fsd_mount "$IMG" "$D/m"
 check "... and takes a file" touch "$D/m/f"
 run_check "... and unmounts" fsd_umount "$D/m"
 mkfs_img "$IMG" -M local --fs-feature-level=max-compat
-poke "$IMG" 2 $((0xE4)) 02	# s_feature_ro_compat = USRQUOTA
-expect_error "ro-compat feature refused read-write" '"usrquota"' "$FSD" "$IMG" "$D/m"
+poke "$IMG" 2 $((0xE4)) 08	# s_feature_ro_compat: a bit no feature has yet
+expect_error "unknown ro-compat feature refused read-write" 'unknown ro-compat feature 0x8' \
+    "$FSD" "$IMG" "$D/m"
 run_check "ro-compat feature accepted read-only" fsd_mount "$IMG" "$D/m" -o ro
+run_check "... and unmounts" fsd_umount "$D/m"
+poke "$IMG" 2 $((0xE4)) 02	# USRQUOTA on a volume mkfs made without its files
+expect_error "usrquota without aquota.user: refused read-write, by name" \
+    'system file aquota.user: missing' "$FSD" "$IMG" "$D/m"
+run_check "... accepted read-only" fsd_mount "$IMG" "$D/m" -o ro
 run_check "... and unmounts" fsd_umount "$D/m"
 rm -f "$IMG"
 

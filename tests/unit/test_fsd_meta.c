@@ -102,12 +102,14 @@ Test(fsd_meta, features)
 	    err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(super_check_features(3, 0x10000, 0, 1, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "unknown incompat feature 0x10000") != NULL, "%s", err);
-	/* ro-compat: refused read-write, fine read-only */
-	cr_assert_eq(super_check_features(3, 0, OCFS2_FEATURE_RO_COMPAT_USRQUOTA, 0,
-	    err, sizeof(err)), -1);
-	cr_assert(strstr(err, "\"usrquota\"") != NULL, "%s", err);
-	cr_assert_eq(super_check_features(3, 0, OCFS2_FEATURE_RO_COMPAT_USRQUOTA, 1,
-	    err, sizeof(err)), 0);
+	/* max-features of a local volume (0xBF58), quotas included (doc/quota.md) */
+	cr_assert_eq(super_check_features(3, 0xBF58, OCFS2_FEATURE_RO_COMPAT_UNWRITTEN |
+	    OCFS2_FEATURE_RO_COMPAT_USRQUOTA | OCFS2_FEATURE_RO_COMPAT_GRPQUOTA, 0,
+	    err, sizeof(err)), 0, "%s", err);
+	/* an unknown ro-compat feature: refused read-write, fine read-only */
+	cr_assert_eq(super_check_features(3, 0, 0x8, 0, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "unknown ro-compat feature 0x8") != NULL, "%s", err);
+	cr_assert_eq(super_check_features(3, 0, 0x8, 1, err, sizeof(err)), 0);
 }
 
 static struct ocfs2_dir_entry *
