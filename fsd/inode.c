@@ -328,11 +328,14 @@ inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation
 		lockres_put(fs, rw);
 }
 
+/*
+ * Also without a cluster: it keeps the steps of one change to a file's
+ * data and allocation (an O_DIRECT append's three handles, a fallocate)
+ * from interleaving with another's, as the kernel's i_rwsem does.
+ */
 int
 inode_rw_lock(struct fsd *fs, struct fsd_inode *ip, int level)
 {
-	if (fs->glue == NULL)
-		return 0;
 	pthread_mutex_lock(&fs->itable->mtx);
 	if (ip->rw == NULL)
 		ip->rw = lockres_get(fs, FSD_LOCK_RW, ip->blkno, ip->generation, 0);

@@ -23,24 +23,27 @@ FSX=$BUILD/progs/fsx
 OPS=${FSD_FSX_OPS:-2000}
 SEEDS=${FSD_FSX_SEEDS:-"1 2 3 4"}
 SPARSE_SEEDS=${FSD_FSX_SPARSE_SEEDS:-"5 6"}
+# mkfs.ocfs2's default feature level and max-features (refcount, xattr,
+# indexed dirs, metaecc, quotas...): what users' volumes have
+LEVEL_SEEDS=${FSD_FSX_LEVEL_SEEDS:-"7"}
 # 1K blocks and 4K clusters by default: many extents for a 3 MiB file
 GEOMETRY=${FSD_FSX_MKFS:-"-b 1024 -C 4096"}
 read -ra FSD_OPTS <<<"${FSD_FSX_FSD:-}"
 
-# fsx_volume NAME FEATURES FSX-FLAGS SEEDS: one volume, one file per seed.
+# fsx_volume NAME MKFS-FEATURES FSX-FLAGS SEEDS: one volume, one file per seed.
 fsx_volume() {
 	local name=$1 features=$2 flags=$3 seeds=$4 img=$D/$1.img s f
 	echo "-- $name volume"
-	# shellcheck disable=SC2086	# the geometry is several words
-	check "mkfs ($GEOMETRY${features:+, $features})" mkfs_img "$img" -M local \
-	    --fs-feature-level=max-compat ${features:+--fs-features=$features} $GEOMETRY
+	# shellcheck disable=SC2086	# the geometry and the features are several words
+	check "mkfs ($GEOMETRY${features:+ $features})" mkfs_img "$img" -M local \
+	    $features $GEOMETRY
 	run_check "mount${FSD_FSX_FSD:+ ($FSD_FSX_FSD)}" fsd_mount "$img" "$MNT" "${FSD_OPTS[@]}"
 	for s in $seeds; do
 		# shellcheck disable=SC2086	# no flags or one
 		check "seed $s: $OPS operations match the model" \
 		    "$FSX" $flags -N "$OPS" -S "$s" -m "$D/model$s" "$MNT/f$s"
 	done
-	if [[ -n $features ]]; then
+	if [[ -n $flags ]]; then
 		# fsck.ocfs2 takes clusters reserved past the size (fallocate
 		# --keep-size, as the kernel makes them too) for a wrong size
 		# (INODE_SPARSE_SIZE): cut them off first.
@@ -62,7 +65,9 @@ fsx_volume() {
 	done
 }
 
-fsx_volume max-compat "" "" "$SEEDS"
-fsx_volume sparse sparse,unwritten -H "$SPARSE_SEEDS"
+fsx_volume max-compat --fs-feature-level=max-compat "" "$SEEDS"
+fsx_volume sparse "--fs-feature-level=max-compat --fs-features=sparse,unwritten" -H "$SPARSE_SEEDS"
+fsx_volume default "" -H "$LEVEL_SEEDS"
+fsx_volume max-features --fs-feature-level=max-features -H "$LEVEL_SEEDS"
 
 finish
