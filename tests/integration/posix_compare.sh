@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's POSIX checks (tests/progs/posixcheck.c) on a plain FUSE
 # passthrough, Debian's fuse-overlayfs, and on fsd: alone over a fresh
-# mkfs.ocfs2 image, and as node1 of a two-node local cluster with the
-# volume mounted on both nodes. Every check the passthrough passes must
+# mkfs.ocfs2 image of the default feature level, and as node1 of a
+# two-node local cluster with a max-features volume mounted on both nodes. Every check the passthrough passes must
 # pass on both fsd mounts; checks the passthrough fails too are listed,
 # not required, and so are checks fsd skips because it refuses the
 # feature with EOPNOTSUPP (xattrs on a volume made without them). Both
@@ -54,10 +54,9 @@ run_suite "$D/ovl/m" "$D/ovl.out"
 check "posixcheck gave every check a verdict on the passthrough" complete "$D/ovl.out"
 fusermount3 -u "$D/ovl/m"
 
-echo "-- (b) fsd on one node"
+echo "-- (b) fsd on one node, mkfs.ocfs2's default feature level"
 IMG=$D/v.img
-check "mkfs" mkfs_img "$IMG" -M local --fs-feature-level=max-compat \
-    --fs-features=sparse,unwritten,inline-data,xattr,indexed-dirs -b 4096 -C 4096
+check "mkfs" mkfs_img "$IMG" -M local -b 4096 -C 4096
 run_check "fsd mounts" fsd_mount "$IMG" "$D/mnt"
 run_suite "$D/mnt" "$D/local.out"
 check "posixcheck gave every check a verdict on fsd" complete "$D/local.out"
@@ -65,11 +64,10 @@ check "every check the passthrough passes passes on fsd" compare "fsd" "$D/local
 run_check "fsd unmounts" fsd_umount "$D/mnt"
 check "fsck.ocfs2 finds the volume clean" fsck_clean "$IMG"
 
-echo "-- (c) fsd as node1 of a two-node cluster"
+echo "-- (c) fsd as node1 of a two-node cluster, max-features (metaecc, quotas...)"
 CIMG=$D/shared.img
 check "mkfs (cluster)" mkfs_img "$CIMG" --cluster-stack=o2cb --cluster-name=lc -N 2 \
-    -J size=8M --fs-feature-level=max-compat --fs-features=sparse,unwritten,inline-data,xattr,indexed-dirs \
-    -b 4096 -C 4096
+    -J size=8M --fs-feature-level=max-features -b 4096 -C 4096
 if lc up 2 --image "$CIMG" --hb-interval-ms "$IVL" --dead-threshold "$THR" >/dev/null; then
 	pass "localcluster up 2"
 	for k in 1 2; do run_check "node$k mounts the volume" node_mount "$k"; done
