@@ -208,10 +208,11 @@ bench: all $(BENCH_BINS)
 	bench/run --build $(BUILD)
 
 # The soak: fsx on fsd with many more operations and seeds than CI runs
-# (on a max-compat and a sparse volume), on each volume geometry
-# (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's
+# (on a max-compat, a sparse, a default-level and a max-features volume),
+# on each volume geometry (BLOCK:CLUSTER, passed to mkfs.ocfs2), then once more with fsd's
 # writeback cache off; then fsd_xattr.sh with SOAK_XATTR_ATTRS attributes
-# on a file, on each geometry and 16K clusters; then fsd_crash.sh with more rounds; then
+# on a file, on each geometry and 16K clusters; then fsd_crash.sh with more rounds on
+# mkfs.ocfs2's default, max-compat and max-features levels; then
 # fsd_refcount.sh with more model operations, seeds and kills; then
 # fsd_dxdir.sh with more kills and its speed figure; then fsd_bigdir.sh
 # with SOAK_BIGDIR_NAMES names in one directory (three nodes); then
@@ -248,19 +249,23 @@ soak: all
 	for g in $(SOAK_GEOMETRIES); do \
 		echo "== fsd_fsx: $(SOAK_OPS) operations, seeds $(SOAK_SEEDS), blocks:clusters $$g"; \
 		FSD_FSX_MKFS="-b $${g%%:*} -C $${g#*:}" FSD_FSX_OPS=$(SOAK_OPS) \
-		    FSD_FSX_SEEDS="$(SOAK_SEEDS)" FSD_FSX_SPARSE_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
+		    FSD_FSX_SEEDS="$(SOAK_SEEDS)" FSD_FSX_SPARSE_SEEDS="$(SOAK_SEEDS)" \
+		    FSD_FSX_LEVEL_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
 		    bash tests/integration/fsd_fsx.sh || rc=1; \
 	done; \
 	echo "== fsd_fsx: the same without fsd's writeback cache"; \
 	FSD_FSX_FSD="-o writeback_cache=0" FSD_FSX_OPS=$(SOAK_OPS) \
-	    FSD_FSX_SEEDS="$(SOAK_SEEDS)" FSD_FSX_SPARSE_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
+	    FSD_FSX_SEEDS="$(SOAK_SEEDS)" FSD_FSX_SPARSE_SEEDS="$(SOAK_SEEDS)" \
+	    FSD_FSX_LEVEL_SEEDS="$(SOAK_SEEDS)" OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_fsx.sh || rc=1; \
 	echo "== fsd_xattr: $(SOAK_XATTR_ATTRS) attributes, blocks:clusters $(SOAK_GEOMETRIES) 4096:16384"; \
 	FSD_XATTR_ATTRS=$(SOAK_XATTR_ATTRS) FSD_XATTR_GEOMETRIES="$(SOAK_GEOMETRIES) 4096:16384" \
 	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_xattr.sh || rc=1; \
-	echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds"; \
-	FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) OCFS2_BUILD=$(BUILD) \
-	    bash tests/integration/fsd_crash.sh || rc=1; \
+	for l in default max-compat max-features; do \
+		echo "== fsd_crash: $(SOAK_CRASH_ROUNDS) rounds, $$l level"; \
+		FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) FSD_CRASH_LEVEL=$${l#default} OCFS2_BUILD=$(BUILD) \
+		    bash tests/integration/fsd_crash.sh || rc=1; \
+	done; \
 	echo "== fsd_refcount: $(SOAK_REFCOUNT_OPS) operations, seeds $(SOAK_REFCOUNT_SEEDS), $(SOAK_REFCOUNT_ROUNDS) crash rounds"; \
 	FSD_REFCOUNT_OPS=$(SOAK_REFCOUNT_OPS) FSD_REFCOUNT_SEEDS="$(SOAK_REFCOUNT_SEEDS)" \
 	    FSD_REFCOUNT_ROUNDS=$(SOAK_REFCOUNT_ROUNDS) OCFS2_BUILD=$(BUILD) \

@@ -9,6 +9,8 @@ source "$(dirname "$0")/fsd_lib.inc"
 D=$FSD_DIR
 MNT=$D/mnt
 ROUNDS=${FSD_CRASH_ROUNDS:-8}
+# mkfs.ocfs2's feature level: its default (what users' volumes have) unless told
+LEVEL=${FSD_CRASH_LEVEL:-}
 LIST=$D/synced.list
 : >"$LIST"
 
@@ -44,7 +46,8 @@ verify() {
 	return $bad
 }
 
-check "mkfs" mkfs_img "$D/v.img" -M local --fs-feature-level=max-compat -b 4096 -C 4096
+check "mkfs (${LEVEL:-default} level)" mkfs_img "$D/v.img" -M local ${LEVEL:+--fs-feature-level=$LEVEL} \
+    -b 4096 -C 4096
 for round in $(seq 1 "$ROUNDS"); do
 	echo "-- round $round"
 	run_check "mount (replaying what the last kill left)" fsd_mount "$D/v.img" "$MNT" -o commit=1
