@@ -603,6 +603,8 @@ void	 inode_close(struct fsd *fs, struct fsd_inode *ip);
  */
 int	 inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip);
 void	 inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip);
+/* Is it open on this node (its OPEN lock held, in a cluster)? */
+int	 inode_is_open(struct fsd *fs, struct fsd_inode *ip);
 /* FUSE lookup counting: lookup adds one, forget drops n. */
 /* Count a FUSE lookup; 1 if it is the first, the kernel making its inode anew. */
 int	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);

@@ -430,6 +430,17 @@ inode_close(struct fsd *fs, struct fsd_inode *ip)
 }
 
 int
+inode_is_open(struct fsd *fs, struct fsd_inode *ip)
+{
+	int open;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	open = ip->opens > 0;
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return open;
+}
+
+int
 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip)
 {
 	int first;
