@@ -216,7 +216,7 @@ bench: all $(BENCH_BINS)
 # fsd_refcount.sh with more model operations, seeds and kills; then
 # fsd_dxdir.sh with more kills and its speed figure; then fsd_bigdir.sh
 # with SOAK_BIGDIR_NAMES names in one directory (three nodes); then
-# fsd_stress.sh (three nodes) with more seeds and operations; then
+# fsd_stress.sh (three nodes) with more seeds and operations, apart and in one directory; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
@@ -238,6 +238,8 @@ SOAK_XATTR_ATTRS ?= 3000
 SOAK_FUZZ_RUNS	 ?= 1000000
 SOAK_STRESS_SEEDS ?= 11 12 13 14 15 16 17 18
 SOAK_STRESS_OPS	 ?= 20000
+SOAK_STRESS_SHARED_SEEDS ?= 1 2 3 4
+SOAK_STRESS_SHARED_OPS ?= 5000
 SOAK_FAULT_ROUNDS ?= 40
 SOAK_FAULT_SEED	 ?=
 SOAK_HBD_LOAD_SECONDS ?= 180
@@ -276,8 +278,10 @@ soak: all
 	echo "== fsd_bigdir: $(SOAK_BIGDIR_NAMES) names in one indexed directory, three nodes"; \
 	FSD_BIGDIR_N=$(SOAK_BIGDIR_NAMES) FSD_BIGDIR_BUSY=600 FSD_BIGDIR_CHURN=300 \
 	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_bigdir.sh || rc=1; \
-	echo "== fsd_stress: $(SOAK_STRESS_OPS) operations per process, seeds $(SOAK_STRESS_SEEDS)"; \
-	FSD_STRESS_SEEDS="$(SOAK_STRESS_SEEDS)" FSD_STRESS_OPS=$(SOAK_STRESS_OPS) OCFS2_BUILD=$(BUILD) \
+	echo "== fsd_stress: $(SOAK_STRESS_OPS) operations per process, seeds $(SOAK_STRESS_SEEDS); $(SOAK_STRESS_SHARED_OPS) in one directory, seeds $(SOAK_STRESS_SHARED_SEEDS)"; \
+	FSD_STRESS_SEEDS="$(SOAK_STRESS_SEEDS)" FSD_STRESS_OPS=$(SOAK_STRESS_OPS) \
+	    FSD_STRESS_SHARED_SEEDS="$(SOAK_STRESS_SHARED_SEEDS)" \
+	    FSD_STRESS_SHARED_OPS=$(SOAK_STRESS_SHARED_OPS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_stress.sh || rc=1; \
 	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \

@@ -570,8 +570,13 @@ static void
 queue_inval_item(struct fsd_glue *g, struct inval *iv)
 {
 	pthread_mutex_lock(&g->iv_mtx);
-	iv->next = g->iv_head;
-	g->iv_head = iv;
+	/* in order: a lookup waits for its drop, which later ones must not pass */
+	iv->next = NULL;
+	if (g->iv_head == NULL)
+		g->iv_head = iv;
+	else
+		g->iv_tail->next = iv;
+	g->iv_tail = iv;
 	pthread_cond_signal(&g->iv_cv);
 	pthread_mutex_unlock(&g->iv_mtx);
 }
@@ -593,15 +598,42 @@ queue_inval(struct fsd_glue *g, const struct fsd_lockres *lr)
  * hold while it waits for the directory the request is looking in.
  */
 void
-glue_drop_dentry(struct fsd_glue *g, uint64_t parent, const char *name, size_t len)
+glue_drop_dentry(struct fsd_glue *g, uint64_t dir, uint64_t parent, const char *name, size_t len)
 {
 	struct inval *iv = xcalloc(1, sizeof(*iv));
 
+	iv->dir = dir;
 	iv->owner = parent;
 	iv->name = xmalloc(len + 1);
 	memcpy(iv->name, name, len);
 	iv->name[len] = '\0';
 	queue_inval_item(g, iv);
+}
+
+static int
+drop_pending(const struct fsd_glue *g, uint64_t dir)
+{
+	const struct inval *iv;
+
+	if (g->iv_cur != NULL && g->iv_cur->dir == dir)
+		return 1;
+	for (iv = g->iv_head; iv != NULL; iv = iv->next)
+		if (iv->dir == dir)
+			return 1;
+	return 0;
+}
+
+void
+glue_wait_dentry_drops(struct fsd_glue *g, uint64_t dir, unsigned ms)
+{
+	struct timespec until;
+
+	fsd_deadline(CLOCK_REALTIME, ms, &until);
+	pthread_mutex_lock(&g->iv_mtx);
+	while (drop_pending(g, dir) &&
+	    pthread_cond_timedwait(&g->iv_done_cv, &g->iv_mtx, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&g->iv_mtx);
 }
 
 static void *
@@ -618,15 +650,19 @@ inval_loop(void *arg)
 		if (g->iv_head == NULL)
 			break;
 		iv = g->iv_head;
-		g->iv_head = iv->next;
+		if ((g->iv_head = iv->next) == NULL)
+			g->iv_tail = NULL;
+		g->iv_cur = iv;
 		pthread_mutex_unlock(&g->iv_mtx);
 		if (iv->name != NULL)
 			inode_drop_dentry(fs, iv->owner, iv->name);
 		else
 			iv->ops->invalidate(fs, iv->owner);
+		pthread_mutex_lock(&g->iv_mtx);
+		g->iv_cur = NULL;
+		pthread_cond_broadcast(&g->iv_done_cv);
 		free(iv->name);
 		free(iv);
-		pthread_mutex_lock(&g->iv_mtx);
 	}
 	pthread_mutex_unlock(&g->iv_mtx);
 	return NULL;
@@ -959,6 +995,7 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	pthread_cond_init(&g->reco_cv, NULL);
 	pthread_mutex_init(&g->iv_mtx, NULL);
 	pthread_cond_init(&g->iv_cv, NULL);
+	pthread_cond_init(&g->iv_done_cv, NULL);
 	pthread_cond_init(&g->fl_cv, NULL);
 	if ((g->dc = dlmc_open(rundir, &cb, g)) == NULL) {
 		snprintf(err, errlen, "cannot reach dlmd in %s: %s", rundir, strerror(errno));

@@ -404,14 +404,30 @@ file_change_in_steps(struct fsd *fs, struct fsd_inode *ip, file_change_fn *chang
 	return rc;
 }
 
+struct setsize {
+	struct fsd_inode	*ip;
+	uint64_t		 newsize;
+};
+
 /* One step of a new size (file_change_in_steps). */
 static int
 setsize_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
-	uint64_t newsize = *(const uint64_t *)arg, size = LE64(di->i_size), keep;
+	const struct setsize *a = arg;
+	uint64_t newsize = a->newsize, size = LE64(di->i_size), keep;
 	int rc, more = 0;
+
+	/*
+	 * truncate(2) by name of a file another node unlinked since the
+	 * kernel looked the name up: nothing has it open here, so it may be
+	 * being deleted (orphan.c frees its clusters, then wipes it), and
+	 * clusters given to it now would be left in a wiped inode. As if
+	 * the unlink came first: no such file.
+	 */
+	if (LE16(di->i_links_count) == 0 && !inode_is_open(fs, a->ip))
+		return -ENOENT;
 
 	if (inline_has(di) && newsize <= LE16(di->id2.i_data.id_count)) {
 		inode_now(di, 0, 1, 1);
@@ -449,7 +465,9 @@ setsize_step(struct fsd_handle *h, struct fsd_buf *ib, void *arg)
 static int
 setsize_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t newsize)
 {
-	return file_change_in_steps(fs, ip, setsize_step, &newsize);
+	struct setsize a = { ip, newsize };
+
+	return file_change_in_steps(fs, ip, setsize_step, &a);
 }
 
 int

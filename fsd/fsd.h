@@ -615,6 +615,8 @@ void	 inode_close(struct fsd *fs, struct fsd_inode *ip);
  */
 int	 inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip);
 void	 inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip);
+/* Is it open on this node (its OPEN lock held, in a cluster)? */
+int	 inode_is_open(struct fsd *fs, struct fsd_inode *ip);
 /* FUSE lookup counting: lookup adds one, forget drops n. */
 /* Count a FUSE lookup; 1 if it is the first, the kernel making its inode anew. */
 int	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
@@ -645,12 +647,22 @@ void	 inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t gene
  * kernel last saw it, the old dentry is dropped (by the inval thread). A
  * directory has one dentry, and the kernel moves it to a lookup's place
  * only with locks it merely tries (d_splice_alias): while a rename runs
- * on this node the lookup failed with ESTALE instead. (After a rename
- * here, the next lookup drops the old dentry the kernel moved already:
- * nothing is there by then.)
+ * on this node the lookup failed with ESTALE instead.
  */
 void	 inode_dir_named(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name,
 	    size_t len);
+/*
+ * A rename on this node made directory blkno name in parent: the kernel
+ * moves its dentry there itself, and a later move on another node must
+ * drop that one, not the one before.
+ */
+void	 inode_dir_renamed(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name);
+/*
+ * Before a lookup answers with directory blkno: wait (a while at most)
+ * until the kernel has dropped its old dentries of it, so that it finds
+ * no other dentry to move, whichever of its tries (LOOKUP_REVAL) this is.
+ */
+void	 inode_dir_wait_named(struct fsd *fs, uint64_t blkno);
 /* Drop the kernel's dentry of name in directory parent (FUSE notify-inval-entry). */
 void	 inode_drop_dentry(struct fsd *fs, uint64_t parent, const char *name);
 /* Forget a directory's in-memory name index and free-space list. */

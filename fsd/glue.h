@@ -16,12 +16,14 @@ struct fsd;
 
 /*
  * For the inval thread: an invalidate (struct fsd_lock_ops) of owner, or
- * (name set) the kernel's dentry of name in directory owner to drop.
+ * (name set) the kernel's dentry of name in directory owner to drop, an
+ * old name of directory dir.
  */
 struct inval {
 	const struct fsd_lock_ops *ops;
 	uint64_t	 owner;
 	char		*name;
+	uint64_t	 dir;
 	struct inval	*next;
 };
 
@@ -40,7 +42,9 @@ struct fsd_glue {
 	pthread_cond_t	 dc_cv;
 	pthread_mutex_t	 iv_mtx;		/* inval queue */
 	pthread_cond_t	 iv_cv;
-	struct inval	*iv_head;
+	struct inval	*iv_head, *iv_tail;
+	struct inval	*iv_cur;		/* being done by the inval thread */
+	pthread_cond_t	 iv_done_cv;		/* an item is done */
 	/* META locks whose file's pages go back and out before they come
 	   down (flush_loop), under mtx */
 	struct fsd_lockres *fl_head, *fl_tail;
@@ -75,8 +79,14 @@ int	 glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned
 	    char *err, size_t errlen);
 /* Leave the domain (after unmount work), stop the threads. */
 void	 glue_stop(struct fsd *fs);
-/* Have the inval thread drop the kernel's dentry of name in directory parent. */
-void	 glue_drop_dentry(struct fsd_glue *g, uint64_t parent, const char *name, size_t len);
+/*
+ * Have the inval thread drop the kernel's dentry of name in directory
+ * parent, an old name of directory dir.
+ */
+void	 glue_drop_dentry(struct fsd_glue *g, uint64_t dir, uint64_t parent, const char *name,
+	    size_t len);
+/* Wait up to ms until no old name of directory dir is still to be dropped. */
+void	 glue_wait_dentry_drops(struct fsd_glue *g, uint64_t dir, unsigned ms);
 
 /* deadnode.c */
 void	 glue_node_down(struct fsd_glue *g, unsigned node);

@@ -433,6 +433,17 @@ inode_close(struct fsd *fs, struct fsd_inode *ip)
 }
 
 int
+inode_is_open(struct fsd *fs, struct fsd_inode *ip)
+{
+	int open;
+
+	pthread_mutex_lock(&fs->itable->mtx);
+	open = ip->opens > 0;
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return open;
+}
+
+int
 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip)
 {
 	int first;
@@ -828,8 +839,10 @@ inode_session_put(struct fsd *fs)
 	pthread_rwlock_unlock(&fs->itable->se_lock);
 }
 
-void
-inode_dir_named(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name, size_t len)
+/* The kernel's dentry of directory blkno is name in parent: drop (if asked) the one it had. */
+static void
+dir_kname_set(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name, size_t len,
+    int drop)
 {
 	struct fsd_inode *ip;
 	uint64_t oldparent = 0;
@@ -849,10 +862,36 @@ inode_dir_named(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *nam
 	}
 	pthread_mutex_unlock(&fs->itable->mtx);
 	/* within one directory the kernel moves the dentry without a fight */
-	if (old != NULL && oldparent != parent)
-		glue_drop_dentry(fs->glue, oldparent, old, strlen(old));
+	if (drop && old != NULL && oldparent != parent)
+		glue_drop_dentry(fs->glue, blkno, oldparent, old, strlen(old));
 	free(old);
 	inode_put(fs, ip);
+}
+
+void
+inode_dir_named(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name, size_t len)
+{
+	dir_kname_set(fs, blkno, parent, name, len, 1);
+}
+
+void
+inode_dir_renamed(struct fsd *fs, uint64_t blkno, uint64_t parent, const char *name)
+{
+	dir_kname_set(fs, blkno, parent, name, strlen(name), 0);
+}
+
+/*
+ * Long enough for the inval thread on a loaded machine; short, as it may
+ * wait for a directory lock that the kernel holds while it waits for the
+ * lookup that waits here (a rename on this node).
+ */
+#define DENTRY_DROP_WAIT_MS	1000
+
+void
+inode_dir_wait_named(struct fsd *fs, uint64_t blkno)
+{
+	if (fs->glue != NULL)
+		glue_wait_dentry_drops(fs->glue, blkno, DENTRY_DROP_WAIT_MS);
 }
 
 void

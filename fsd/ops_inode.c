@@ -100,8 +100,10 @@ fsd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = -ENOENT;	/* each time the name led to an inode deleted meanwhile */
 	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
-	if (S_ISDIR(e.attr.st_mode))
+	if (S_ISDIR(e.attr.st_mode)) {
 		inode_dir_named(fs, ino, fsd_ino_to_blkno(fs, parent), name, strlen(name));
+		inode_dir_wait_named(fs, ino);
+	}
 	fuse_reply_entry(req, &e);
 }
 

@@ -282,9 +282,10 @@ fsd_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *nam
  * this kernel's LOOKUP found nothing: open(2) opens what is there. The
  * kernel takes our reply as a creation, so it checks no permission and
  * leaves O_TRUNC to us. Only a regular file can be the answer to a
- * CREATE; for any other kind, ESTALE makes the kernel's path walk look
- * the name up afresh (do_filp_open's LOOKUP_REVAL retry), and it opens
- * that as open(2) would (follows a symlink, EISDIR for a directory...).
+ * CREATE. A directory is EISDIR, as open(2) of one with O_CREAT says;
+ * for any other kind, ESTALE makes the kernel's path walk look the name
+ * up afresh (do_filp_open's LOOKUP_REVAL retry), and it opens that as
+ * open(2) would (follows a symlink, opens a fifo...).
  */
 static int
 entry_of_existing(fuse_req_t req, uint64_t blkno, int flags, struct fuse_entry_param *e)
@@ -301,7 +302,9 @@ entry_of_existing(fuse_req_t req, uint64_t blkno, int flags, struct fuse_entry_p
 	}
 	if (flags & O_TRUNC)
 		mask |= W_OK;
-	if (!S_ISREG(e->attr.st_mode))
+	if (S_ISDIR(e->attr.st_mode))
+		rc = -EISDIR;
+	else if (!S_ISREG(e->attr.st_mode))
 		rc = -ESTALE;
 	else
 		rc = fsd_permission(req, e->attr.st_mode, e->attr.st_uid, e->attr.st_gid, mask);
@@ -310,35 +313,57 @@ entry_of_existing(fuse_req_t req, uint64_t blkno, int flags, struct fuse_entry_p
 	return rc;
 }
 
-void
-fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-    struct fuse_file_info *fi)
+/* Create (or find) the file and open it: e filled and the file open here on success. */
+static int
+create_open(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+    struct fuse_file_info *fi, struct fuse_entry_param *e)
 {
 	struct fsd *fs = fsd_of(req);
-	struct fuse_entry_param e;
 	struct fsd_inode *ip;
 	uint64_t found = 0;
 	int rc, created = 1;
 
 	fsd_caller(req);
-	rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, &e, &found);
+	rc = do_create(req, parent, name, S_IFREG | (mode & 07777), 0, NULL, e, &found);
 	if (rc == -EEXIST && found != 0 && !(fi->flags & O_EXCL)) {
 		created = 0;
-		rc = entry_of_existing(req, found, fi->flags, &e);
+		rc = entry_of_existing(req, found, fi->flags, e);
 	}
 	if (rc != 0)
-		return (void)fuse_reply_err(req, -rc);
-	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, e.ino), &ip)) == 0) {
+		return rc;
+	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, e->ino), &ip)) == 0) {
 		/* a file we just made is empty: O_TRUNC is for one that was there */
 		rc = fsd_open_inode(fs, ip, created ? fi->flags & ~O_TRUNC : fi->flags);
 		if (rc == 0)
 			lockres_file_open(ip->meta, 1, fsd_open_writes(fi));
 		inode_put(fs, ip);
 	}
-	if (rc != 0) {
-		inode_forget(fs, fsd_ino_to_blkno(fs, e.ino), 1);
+	if (rc != 0)
+		inode_forget(fs, fsd_ino_to_blkno(fs, e->ino), 1);
+	return rc;
+}
+
+/* Tries of an operation whose inode another node deleted meanwhile. */
+#define STALE_TRIES	3
+
+void
+fsd_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+    struct fuse_file_info *fi)
+{
+	struct fsd *fs = fsd_of(req);
+	struct fuse_entry_param e;
+	int rc, tries = 0;
+
+	/*
+	 * Another node may delete the file between its creation (or our
+	 * finding it) and its OPEN lock: the name is gone or new by then,
+	 * and the creation starts again, as open(2) would have made it.
+	 */
+	do
+		rc = create_open(req, parent, name, mode, fi, &e);
+	while (rc == -ESTALE && ++tries < STALE_TRIES);
+	if (rc != 0)
 		return (void)fuse_reply_err(req, -rc);
-	}
 	fsd_open_flags(fs, fi);
 	fuse_reply_create(req, &e, fi);
 }
@@ -589,7 +614,8 @@ lock_two(struct fsd_handle *h, uint64_t a, struct locked *la, uint64_t b, struct
  */
 static int
 exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
-    const char *name, const char *newname, const struct lineage *lo, const struct lineage *ln)
+    const char *name, const char *newname, const struct lineage *lo, const struct lineage *ln,
+    uint64_t moved[2])
 {
 	struct fsd *fs = h->fs;
 	struct locked sp, tp;
@@ -640,6 +666,8 @@ exchange(struct fsd_handle *h, struct locked *op, struct locked *npp, int same,
 	journal_dirty(h, tp.b);
 	journal_dirty(h, op->b);
 	journal_dirty(h, npp->b);
+	moved[0] = sdir ? src : 0;
+	moved[1] = tdir ? dst : 0;
 out:
 	unlock_ino(h, &tp);
 	unlock_ino(h, &sp);
@@ -655,7 +683,7 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	struct locked op, np, sp, tp;
 	struct fsd_handle h;
 	struct locked *npp;
-	uint64_t src, dst = 0, doomed = 0;
+	uint64_t src, dst = 0, doomed = 0, moved[2] = { 0, 0 };
 	uint64_t pblk = fsd_ino_to_blkno(fs, parent), npblk = fsd_ino_to_blkno(fs, newparent);
 	int rc, sdir, same, r;
 
@@ -687,7 +715,7 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 		goto out;
 	}
 	if (flags & RENAME_EXCHANGE) {
-		rc = exchange(&h, &op, npp, same, name, newname, &lo, &ln);
+		rc = exchange(&h, &op, npp, same, name, newname, &lo, &ln, moved);
 		goto out;
 	}
 	if ((rc = dir_lookup(fs, op.di, name, strlen(name), &src)) != 0)
@@ -750,13 +778,19 @@ fsd_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newpa
 	journal_dirty(&h, sp.b);
 	journal_dirty(&h, op.b);
 	journal_dirty(&h, npp->b);
+	moved[0] = sdir ? src : 0;
 out:
 	unlock_ino(&h, &tp);
 	unlock_ino(&h, &sp);
 	unlock_ino(&h, &np);
 	unlock_ino(&h, &op);
 stop:
-	journal_stop(&h, rc != 0);
+	if (journal_stop(&h, rc != 0) == 0 && rc == 0) {
+		if (moved[0] != 0)
+			inode_dir_renamed(fs, moved[0], npblk, newname);
+		if (moved[1] != 0)
+			inode_dir_renamed(fs, moved[1], pblk, name);
+	}
 	free(lo.blk);
 	free(ln.blk);
 	if (rc != 0 && doomed != 0)

@@ -157,12 +157,17 @@ out:
 	return rc;
 }
 
-/*
- * Is the inode an orphan (unlinked, in a slot's orphan dir) that still
- * waits for its deletion? Read under META PR.
- */
+/* An orphan (unlinked, in a slot's orphan dir) that still waits for its deletion? */
 static int
-orphan_pending(struct fsd *fs, struct fsd_inode *ip, unsigned *slot, int *isdir)
+is_orphan(struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	return (LE32(di->i_flags) & OCFS2_ORPHANED_FL) && LE16(di->i_links_count) == 0 &&
+	    LE16(di->i_orphaned_slot) < fs->vol.max_slots;
+}
+
+/* Is the inode an orphan, read under META PR? Its slot, kind and generation with it. */
+static int
+orphan_pending(struct fsd *fs, struct fsd_inode *ip, unsigned *slot, int *isdir, uint32_t *gen)
 {
 	const struct ocfs2_dinode *di;
 	struct fsd_buf *ib;
@@ -173,8 +178,8 @@ orphan_pending(struct fsd *fs, struct fsd_inode *ip, unsigned *slot, int *isdir)
 	di = (const struct ocfs2_dinode *)ib->data;
 	*slot = LE16(di->i_orphaned_slot);
 	*isdir = S_ISDIR(LE16(di->i_mode));
-	rc = (LE32(di->i_flags) & OCFS2_ORPHANED_FL) && LE16(di->i_links_count) == 0 &&
-	    *slot < fs->vol.max_slots;
+	*gen = LE32(di->i_generation);
+	rc = is_orphan(fs, di);
 	inode_unlock_block(fs, ip, LKM_PR, ib);
 	return rc;
 }
@@ -186,13 +191,14 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 	struct fsd_buf *ib, *ob;
 	struct fsd_handle h;
 	char name[17];
+	uint32_t gen;
 	unsigned slot;
 	int rc, isdir;
 
 	if ((rc = inode_get(fs, blkno, &ip)) != 0)
-		return rc;
+		goto gone;
 	/* Still linked somewhere (or never orphaned): nothing to do. */
-	if ((rc = orphan_pending(fs, ip, &slot, &isdir)) <= 0)
+	if ((rc = orphan_pending(fs, ip, &slot, &isdir, &gen)) <= 0)
 		goto out;
 	/* open here or on another node: its last close deletes it */
 	if ((rc = inode_try_delete_lock(fs, ip)) != 0) {
@@ -205,7 +211,7 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 	 * (the block may even hold a new inode by now): look again, under the
 	 * OPEN EX lock that every deleter holds.
 	 */
-	if ((rc = orphan_pending(fs, ip, &slot, &isdir)) <= 0)
+	if ((rc = orphan_pending(fs, ip, &slot, &isdir, &gen)) <= 0)
 		goto out_unlock;
 	/* unlinked in the middle of an O_DIRECT append that never ended */
 	if ((rc = dio_end_leftover(fs, ip)) != 0)
@@ -218,7 +224,17 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 		journal_stop(&h, 1);
 		goto out_unlock;
 	}
-	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) == 0) {
+	/*
+	 * Between the look under PR and this EX lock, another thread of
+	 * ours that held the OPEN lock too may have deleted it, and another
+	 * node made a new inode in its block: that one is not ours to wipe.
+	 */
+	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) == 0 &&
+	    (LE32(((struct ocfs2_dinode *)ib->data)->i_generation) != gen ||
+	    !is_orphan(fs, (struct ocfs2_dinode *)ib->data))) {
+		inode_unlock_block(fs, ip, LKM_EX, ib);
+		rc = -ESTALE;
+	} else if (rc == 0) {
 		snprintf(name, sizeof(name), "%016" PRIx64, blkno);
 		rc = dir_remove(&h, ob, name, 16);
 		if (rc == 0 && isdir && (rc = journal_access(&h, ob)) == 0) {
@@ -241,6 +257,7 @@ out_unlock:
 	inode_delete_unlock(fs, ip);
 out:
 	inode_put(fs, ip);
+gone:
 	if (rc == -ESTALE)
 		rc = 0;		/* another node deleted it first */
 	if (rc < 0)

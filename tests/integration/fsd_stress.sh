@@ -11,20 +11,21 @@
 # Each seed of FSD_STRESS_SEEDS (default "1 2") has each node work in
 # a directory of its own (the nodes share the volume's allocators, the
 # parent directory and the orphan scans, not names); each seed of
-# FSD_STRESS_SHARED_SEEDS (default none: such runs still meet an
-# occasional ESTALE) then puts all of them in one directory, racing for
-# the same names (lock order between nodes, inodes freed on one node and
-# made again on another). FSD_STRESS_OPS (operations per process, 6000;
-# FSD_STRESS_SHARED_OPS for the shared seeds, 3000) and FSD_STRESS_PROCS
-# (processes per node, 2) make it longer: make soak runs many more.
+# FSD_STRESS_SHARED_SEEDS (default "1") then puts all of them in one
+# directory, racing for the same names (lock order between nodes, inodes
+# freed on one node and made again on another, directories moved while
+# another node walks through them). FSD_STRESS_OPS (operations per
+# process, 6000; FSD_STRESS_SHARED_OPS for the shared seeds, 1000) and
+# FSD_STRESS_PROCS (processes per node, 2) make it longer: make soak runs
+# many more.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
 SEEDS=${FSD_STRESS_SEEDS-1 2}
-SHARED_SEEDS=${FSD_STRESS_SHARED_SEEDS-}
+SHARED_SEEDS=${FSD_STRESS_SHARED_SEEDS-1}
 OPS=${FSD_STRESS_OPS:-6000}
-SHARED_OPS=${FSD_STRESS_SHARED_OPS:-3000}
+SHARED_OPS=${FSD_STRESS_SHARED_OPS:-1000}
 PROCS=${FSD_STRESS_PROCS:-2}
 STRESS=$BUILD/progs/fsd_stress
 
