@@ -573,9 +573,20 @@ release_slot(struct fsd *fs)
 	return rc;
 }
 
+/* An unmount step that took long is named (it waits for other nodes' locks). */
+static void
+unmount_step_took(const char *step, uint64_t since)
+{
+	uint64_t ms = now_ms() - since;
+
+	if (ms >= 1000)
+		log_info("unmount: %s took %llu ms", step, (unsigned long long)ms);
+}
+
 void
 super_unmount(struct fsd *fs)
 {
+	uint64_t t;
 	int rc;
 
 	ctl_stop(fs);
@@ -588,8 +599,11 @@ super_unmount(struct fsd *fs)
 		 * home, empty the log, clear DIRTY_FL, then free the slot.
 		 * A failure leaves the journal dirty for the next mount.
 		 */
+		t = now_ms();
 		if ((rc = orphan_recover(fs, fs->slot, 1)) < 0)
 			log_warnx("unmount: orphans: %s", strerror(-rc));
+		unmount_step_took("deleting the slot's orphans", t);
+		t = now_ms();
 		if ((rc = la_release(fs)) != 0 || (rc = tl_flush(fs)) != 0 ||
 		    (rc = journal_shutdown(fs)) != 0)
 			log_warnx("unmount: journal: %s; it stays dirty", strerror(-rc));
@@ -597,8 +611,11 @@ super_unmount(struct fsd *fs)
 			log_warnx("unmount: clearing the journal's dirty flag: %s", strerror(-rc));
 		else if ((rc = release_slot(fs)) != 0)
 			log_warnx("unmount: releasing slot %d: %s", fs->slot, strerror(-rc));
+		unmount_step_took("the allocation windows, the journal and the slot", t);
 	}
+	t = now_ms();
 	super_abandon(fs);
+	unmount_step_took("leaving the lock domain", t);
 }
 
 void
