@@ -570,6 +570,12 @@ struct fsd_inode {
 	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
+	/*
+	 * 1 + the META lock's downconverts when a name was last seen to lead
+	 * here with links left (0: unknown, or this node dropped a link since):
+	 * while the count stays, no node can have orphaned it.
+	 */
+	unsigned long	 linked_at;
 	struct fsd_inode *hnext;
 };
 
@@ -605,8 +611,18 @@ void	 inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip);
 /* FUSE lookup counting: lookup adds one, forget drops n. */
 /* Count a FUSE lookup; 1 if it is the first, the kernel making its inode anew. */
 int	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
-/* Returns 1 when the kernel no longer knows the inode. */
+/*
+ * Returns 1 when the kernel no longer knows the inode and it may have
+ * lost its last link (the caller then deletes it if it is an orphan).
+ */
 int	 inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n);
+/*
+ * A name leads to the inode whose block di is, read under its META lock:
+ * noted when it has links, so that forgetting it needs no look at the disk.
+ */
+void	 inode_note_linked(struct fsd *fs, struct fsd_inode *ip, const struct ocfs2_dinode *di);
+/* This node drops one of its links: it may be an orphan when forgotten. */
+void	 inode_note_unlinked(struct fsd *fs, struct fsd_inode *ip);
 /* The inode block, validated, with the META lock held at level. */
 int	 inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp);
 /* The same with lockres_lock_flags()'s LKF_ flags. */
