@@ -118,8 +118,11 @@ struct fsd_buf {
 	pthread_mutex_t	 lock;		/* serialises the first read */
 	struct fsd_buf	*hnext;		/* hash chain */
 	struct fsd_buf	*lru_prev, *lru_next;	/* unreferenced buffers only */
+	/* unreferenced buffers with an owner: its chain in the cache's owners */
+	struct fsd_buf	*oprev, *onext;
 	int		 jrun;		/* in the running transaction (journal mutex) */
-	uint64_t	 owner;		/* inode whose META lock protects it; 0: none */
+	uint64_t	 owner;		/* inode whose META lock protects it; 0: none;
+					   changed only by a holder of a reference */
 };
 
 #define BUF_EMPTY	0	/* not read yet */
@@ -145,6 +148,7 @@ typedef int (*blk_xattr_check_fn)(const struct ocfs2_xattr_header *xh, size_t si
 struct fsd_cache {
 	pthread_mutex_t	  mtx;
 	struct fsd_buf	**hash;
+	struct fsd_buf	**owners;	/* the same buckets, of the LRU's buffers by owner */
 	unsigned	  nhash;
 	unsigned	  nbufs, max_bufs;
 	struct fsd_buf	  lru;		/* list head: lru.next is the oldest */
@@ -246,7 +250,7 @@ enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
 /* The mount options (-o), as main.c parsed them; struct fsd keeps a copy. */
 struct fsd_mount_opts {
 	int		 readonly;
-	unsigned	 cache_blocks;
+	unsigned	 cache_blocks;		/* 0: cache_default_blocks() */
 	unsigned	 lock_cache;		/* idle cluster locks kept cached */
 	unsigned	 node_num;
 	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
@@ -337,6 +341,8 @@ struct fsd {
 
 /* block.c */
 int	 cache_init(struct fsd_cache *c, unsigned max_bufs);
+/* The cache's size in blocks when the mount does not say (cache_blocks=). */
+unsigned cache_default_blocks(unsigned block_bytes);
 void	 cache_destroy(struct fsd_cache *c);
 /*
  * Get block blkno validated as type: 0 and *bp referenced, or -errno
