@@ -9,7 +9,7 @@
 # one reaches the filesystem; then CHURN creates and as many unlinks in
 # the big directory. Figures are medians of RUNS runs, the order of the
 # lookup workloads alternating between runs (creates and unlinks after all
-# of them), with fsd's CPU time a lookup
+# of them), with fsd's CPU time and blocks read from the volume a lookup
 # beside them. The floors: lookups in the big directory at
 # least 0.8 of the passthrough's and 0.9 of those in the small directories
 # (the index makes a lookup O(1) in the directory's size). Also the
@@ -119,18 +119,22 @@ fsd_ticks() {
 	read -ra f <"/proc/${PID[v]}/stat"
 	echo $((f[13] + f[14]))		# utime, stime ("fsd" has no spaces)
 }
+# and the bytes it read from the volume (every one a block cache miss)
+declare -A READ=([big]=0 [small]=0)
+fsd_read_bytes() { awk '/^read_bytes/ { print $2 }' "/proc/${PID[v]}/io"; }
 for r in $(seq "$RUNS"); do
 	order="big small ovl"
 	((r % 2 == 0)) && order="small big ovl"
 	for w in $order; do
 		drop
 		t0=$(fsd_ticks)
+		r0=$(fsd_read_bytes)
 		case $w in
 		big) T[stat.big]+="$(work stat "$W/v/big" "$NAMES" "$LOOKUPS" "$r" big) " ;;
 		small) T[stat.small]+="$(work stat "$W/v/small" "$NAMES" "$LOOKUPS" "$r" small) " ;;
 		ovl) T[stat.ovl]+="$(work stat "$W/ovl/big" "$NAMES" "$LOOKUPS" "$r" big) " ;;
 		esac
-		[[ $w == ovl ]] || CPU[$w]=$((CPU[$w] + $(fsd_ticks) - t0))
+		[[ $w == ovl ]] || CPU[$w]=$((CPU[$w] + $(fsd_ticks) - t0)) READ[$w]=$((READ[$w] + $(fsd_read_bytes) - r0))
 	done
 done
 # after the lookups: fsd deletes unlinked inodes in the background
@@ -154,6 +158,9 @@ awk -v n="$LOOKUPS" -v b="$(med stat.big)" -v s="$(med stat.small)" -v o="$(med 
 awk -v b="${CPU[big]}" -v s="${CPU[small]}" -v hz="$(getconf CLK_TCK)" -v n=$((LOOKUPS * RUNS)) 'BEGIN {
 	printf "  fsd CPU a lookup: big %.1f us  1,000-name dirs %.1f us  big/1,000-name dirs %.2f\n",
 	    b / hz / n * 1e6, s / hz / n * 1e6, (s > 0 ? b / s : 0) }'
+awk -v b="${READ[big]}" -v s="${READ[small]}" -v n=$((LOOKUPS * RUNS)) 'BEGIN {
+	printf "  fsd blocks read a lookup (4 KiB): big %.2f  1,000-name dirs %.2f\n", b / 4096 / n, s / 4096 / n }'
+awk '/^VmHWM/ { printf "  fsd memory: peak resident %.1f MiB\n", $2 / 1024 }' "/proc/${PID[v]}/status"
 for w in create unlink; do
 	awk -v w="$w" -v n="$CHURN" -v f="$(med "$w.v")" -v o="$(med "$w.ovl")" 'BEGIN {
 		printf "  %-6s in the big directory: fsd %9.1f /s  passthrough %9.1f /s  ratio %.2f\n", w, n / f, n / o, o / f }'

@@ -122,8 +122,11 @@ struct fsd_buf {
 	pthread_mutex_t	 lock;		/* serialises the first read */
 	struct fsd_buf	*hnext;		/* hash chain */
 	struct fsd_buf	*lru_prev, *lru_next;	/* unreferenced buffers only */
+	/* unreferenced buffers with an owner: its chain in the cache's owners */
+	struct fsd_buf	*oprev, *onext;
 	int		 jrun;		/* in the running transaction (journal mutex) */
-	uint64_t	 owner;		/* inode whose META lock protects it; 0: none */
+	uint64_t	 owner;		/* inode whose META lock protects it; 0: none;
+					   changed only by a holder of a reference */
 };
 
 #define BUF_EMPTY	0	/* not read yet */
@@ -149,6 +152,7 @@ typedef int (*blk_xattr_check_fn)(const struct ocfs2_xattr_header *xh, size_t si
 struct fsd_cache {
 	pthread_mutex_t	  mtx;
 	struct fsd_buf	**hash;
+	struct fsd_buf	**owners;	/* the same buckets, of the LRU's buffers by owner */
 	unsigned	  nhash;
 	unsigned	  nbufs, max_bufs;
 	struct fsd_buf	  lru;		/* list head: lru.next is the oldest */
@@ -258,7 +262,7 @@ enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
 /* The mount options (-o), as main.c parsed them; struct fsd keeps a copy. */
 struct fsd_mount_opts {
 	int		 readonly;
-	unsigned	 cache_blocks;
+	unsigned	 cache_blocks;		/* 0: cache_default_blocks() */
 	unsigned	 lock_cache;		/* idle cluster locks kept cached */
 	unsigned	 node_num;
 	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
@@ -350,6 +354,8 @@ struct fsd {
 
 /* block.c */
 int	 cache_init(struct fsd_cache *c, unsigned max_bufs);
+/* The cache's size in blocks when the mount does not say (cache_blocks=). */
+unsigned cache_default_blocks(unsigned block_bytes);
 void	 cache_destroy(struct fsd_cache *c);
 /*
  * Get block blkno validated as type: 0 and *bp referenced, or -errno
@@ -583,6 +589,12 @@ struct fsd_inode {
 	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
+	/*
+	 * 1 + the META lock's downconverts when a name was last seen to lead
+	 * here with links left (0: unknown, or this node dropped a link since):
+	 * while the count stays, no node can have orphaned it.
+	 */
+	unsigned long	 linked_at;
 	struct fsd_inode *hnext;
 };
 
@@ -620,8 +632,18 @@ int	 inode_is_open(struct fsd *fs, struct fsd_inode *ip);
 /* FUSE lookup counting: lookup adds one, forget drops n. */
 /* Count a FUSE lookup; 1 if it is the first, the kernel making its inode anew. */
 int	 inode_lookup_ref(struct fsd *fs, struct fsd_inode *ip);
-/* Returns 1 when the kernel no longer knows the inode. */
+/*
+ * Returns 1 when the kernel no longer knows the inode and it may have
+ * lost its last link (the caller then deletes it if it is an orphan).
+ */
 int	 inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n);
+/*
+ * A name leads to the inode whose block di is, read under its META lock:
+ * noted when it has links, so that forgetting it needs no look at the disk.
+ */
+void	 inode_note_linked(struct fsd *fs, struct fsd_inode *ip, const struct ocfs2_dinode *di);
+/* This node drops one of its links: it may be an orphan when forgotten. */
+void	 inode_note_unlinked(struct fsd *fs, struct fsd_inode *ip);
 /* The inode block, validated, with the META lock held at level. */
 int	 inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp);
 /* The same with lockres_lock_flags()'s LKF_ flags. */

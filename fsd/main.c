@@ -83,7 +83,7 @@ parse_o(struct cmdline *c, const char *arg)
 			c->mo.readonly = 1;
 			append_opt(&c->fuse_opts, "ro");
 		} else if (strncmp(opt, "cache_blocks=", 13) == 0) {
-			if (parse_ulong(opt + 13, 10, 1u << 24, &v) == -1)
+			if (parse_ulong(opt + 13, 10, 1u << 24, &v) == -1 || v == 0)
 				fatalx("bad cache_blocks: %s", opt + 13);
 			c->mo.cache_blocks = (unsigned)v;
 		} else if (strncmp(opt, "lock_cache=", 11) == 0) {
@@ -150,7 +150,6 @@ parse_cmdline(struct cmdline *c, int argc, char **argv)
 	int ch;
 
 	memset(c, 0, sizeof(*c));
-	c->mo.cache_blocks = 16384;
 	c->mo.lock_cache = 16384;
 	c->mo.threads = 8;
 	c->mo.atime_quantum = 60;	/* ocfs2's default */

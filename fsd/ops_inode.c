@@ -39,6 +39,7 @@ fsd_make_entry(struct fsd *fs, uint64_t blkno, struct fuse_entry_param *e)
 		return -EIO;
 	}
 	inode_check_generation(fs, ip, LE32(di->i_generation));
+	inode_note_linked(fs, ip, di);
 	inode_to_stat(fs, di, &e->attr);
 	e->ino = fsd_blkno_to_ino(fs, blkno);
 	e->generation = LE32(di->i_generation);

@@ -438,6 +438,7 @@ drop_link(struct fsd_handle *h, struct locked *parent, struct locked *victim, ui
 
 	if ((rc = journal_access(h, victim->b)) != 0 || (rc = journal_access(h, parent->b)) != 0)
 		return rc;
+	inode_note_unlinked(h->fs, victim->ip);
 	if (isdir) {
 		victim->di->i_links_count = 0;
 		links_add(parent->di, -1);

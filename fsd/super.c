@@ -480,7 +480,11 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 		    (unsigned long long)fs->vol.size_bytes);
 		goto fail;
 	}
-	cache_init(&fs->cache, o->cache_blocks);
+	cache_init(&fs->cache, o->cache_blocks != 0 ? o->cache_blocks :
+	    cache_default_blocks(fs->vol.block_bytes));
+	log_info("%s: block cache of %u blocks (%llu MiB at most)", device, fs->cache.max_bufs,
+	    (unsigned long long)fs->cache.max_bufs *
+	    (fs->vol.block_bytes < 4096 ? 4096 : fs->vol.block_bytes) >> 20);
 	itable_init(fs);
 	if (cluster_mount(fs, o) && cluster_join(fs, o, err, errlen) == -1)
 		goto fail;

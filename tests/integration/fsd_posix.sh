@@ -5,7 +5,8 @@
 # fsck.ocfs2 expects and deleted on every path: unlink or rmdir and the
 # kernel's forget, rename over it, the last close, and the orphan
 # recovery of the next mount after a crash. No path may fail, turn the
-# volume read-only or leave an orphan behind. Then open(O_TRUNC), with
+# volume read-only or leave an orphan behind. The kernel's forgets of
+# 2000 linked inodes read none of their blocks. Then open(O_TRUNC), with
 # and without the writeback cache: size 0 and a new mtime and ctime, on
 # disk too.
 source "$(dirname "$0")/../lib.sh"
@@ -143,6 +144,36 @@ wait "$HOLDER" 2>/dev/null
 umount -l "$MNT" 2>/dev/null
 run_check "the next mount recovers" fsd_mount "$IMG" "$MNT" -o writeback_cache=0
 check "it deleted the orphans" grep -q 'orphan_dir:0000: 10 inodes deleted' "$MNT.log"
+check "without harm" fsd_sane
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean" fsck_clean "$IMG"
+check_eq "no orphan left" 0 "$(orphans)"
+
+echo "-- forgetting linked inodes reads nothing"
+# fsd's reads from the volume, and its CPU ticks beside them
+fsd_reads() { awk '/^read_bytes/ {print $2}' "/proc/$FSD_PID/io"; }
+fsd_work() { echo "$(fsd_reads) $(awk '{print $14 + $15}' "/proc/$FSD_PID/stat")"; }
+# quiet: fsd read nothing and used no CPU for half a second (the forgets are done)
+quiet() { local a; a=$(fsd_work); sleep 0.5; [[ $(fsd_work) == "$a" ]]; }
+# A cache of 64 blocks holds none of 2000 inode blocks once they are looked up.
+run_check "mount with cache_blocks=64" fsd_mount "$IMG" "$MNT" -o writeback_cache=0,cache_blocks=64
+check "2000 files" python3 -c '
+import os, sys
+os.mkdir(sys.argv[1])
+for i in range(2000):
+	os.close(os.open("%s/f%04d" % (sys.argv[1], i), os.O_CREAT | os.O_WRONLY, 0o644))' "$MNT/many"
+run_check "unmount" fsd_umount "$MNT"
+run_check "mount with cache_blocks=64" fsd_mount "$IMG" "$MNT" -o writeback_cache=0,cache_blocks=64
+check_eq "the kernel looks each up" 2000 "$(find "$MNT/many" -type f | xargs stat -c %i | wc -l)"
+reads0=$(fsd_reads)
+forget_all
+check "fsd is done with the forgets" wait_for 30 quiet
+reads=$(($(fsd_reads) - reads0))
+echo "   bytes read while forgetting 2000 inodes: $reads"
+check "it read under 100 blocks, not each inode's (they keep their links)" test "$reads" -lt $((100 * 4096))
+check_eq "all still there" 2000 "$(ls "$MNT/many" | wc -l)"
+check "unlink them: the forgets delete them" rm -r "$MNT/many"
+forget_all
 check "without harm" fsd_sane
 run_check "unmount" fsd_umount "$MNT"
 check "fsck clean" fsck_clean "$IMG"
