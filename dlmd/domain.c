@@ -794,6 +794,8 @@ h_exit_domain(struct dlm_domain *d, unsigned from, const Dlmwire__Msg *m,
 		d->joining = DLM_NODE_NONE;
 	if (m->directory < DLM_MAX_NODES && d->members[m->directory])
 		d->directory = (uint8_t)m->directory;
+	else if (d->directory == from && domain_lowest_member(d) >= 0)
+		d->directory = (uint8_t)domain_lowest_member(d);	/* whom it handed it to */
 	for (b = 0; b < DLM_HASH_BUCKETS; b++) {
 		LIST_FOREACH(r, &d->res_hash[b], hash_entry)
 			if (r->master == from)

@@ -137,6 +137,13 @@ res_lookup(struct dlm_res *r)
 
 	if (r->lookup_sent || d->recovering)
 		return;
+	/*
+	 * A directory that left cleanly handed its entries to the lowest
+	 * other member (migrate.c); asking it again would wait forever.
+	 */
+	if (d->directory != d->dlmd->local_node && !domain_is_member(d, d->directory) &&
+	    domain_lowest_member(d) >= 0)
+		d->directory = (uint8_t)domain_lowest_member(d);
 	r->lookup_sent = 1;
 	lc = xcalloc(1, sizeof(*lc));
 	memcpy(lc->name, r->name, r->namelen);
