@@ -90,22 +90,31 @@ ctl_status_fill(struct fsd *fs, const char *mountpoint, Fsd__FsdStatus *st)
 	st->locks_nl = lc.nl;
 }
 
+/* Mounted? Else the request is refused, EAGAIN. */
+static int
+ctl_mounted(struct ipc_conn *c, const Envelope *req)
+{
+	struct fsd_ctl *ctl = ipc_conn_arg(c);
+	int ready;
+
+	pthread_mutex_lock(&ctl->mtx);
+	ready = ctl->ready;
+	pthread_mutex_unlock(&ctl->mtx);
+	if (!ready)
+		ipc_reply_status(c, req, EAGAIN, "volume %s is still being mounted",
+		    ctl->fs->vol.uuid);
+	return ready;
+}
+
 static void
 handle_status(struct ipc_conn *c, const Envelope *req)
 {
 	struct fsd_ctl *ctl = ipc_conn_arg(c);
 	Envelope rep = ENVELOPE__INIT;
 	Fsd__FsdStatus st = FSD__FSD_STATUS__INIT;
-	int ready;
 
-	pthread_mutex_lock(&ctl->mtx);
-	ready = ctl->ready;
-	pthread_mutex_unlock(&ctl->mtx);
-	if (!ready) {
-		ipc_reply_status(c, req, EAGAIN, "volume %s is still being mounted",
-		    ctl->fs->vol.uuid);
+	if (!ctl_mounted(c, req))
 		return;
-	}
 	ctl_status_fill(ctl->fs, ctl->mountpoint, &st);
 	rep.payload_case = ENVELOPE__PAYLOAD_FSD_STATUS;
 	rep.fsd_status = &st;
@@ -118,16 +127,9 @@ ctl_allowed(struct ipc_conn *c, const Envelope *req, int change)
 {
 	struct fsd_ctl *ctl = ipc_conn_arg(c);
 	uid_t uid = ipc_conn_uid(c);
-	int ready;
 
-	pthread_mutex_lock(&ctl->mtx);
-	ready = ctl->ready;
-	pthread_mutex_unlock(&ctl->mtx);
-	if (!ready) {
-		ipc_reply_status(c, req, EAGAIN, "volume %s is still being mounted",
-		    ctl->fs->vol.uuid);
+	if (!ctl_mounted(c, req))
 		return 0;
-	}
 	if (change && uid != 0 && uid != geteuid()) {
 		ipc_reply_status(c, req, EPERM, "only root sets quota limits");
 		return 0;

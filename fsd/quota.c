@@ -260,41 +260,43 @@ qfile_new_block(struct fsd_handle *h, struct qfile *qf, uint32_t *blkp, struct f
 	return 0;
 }
 
+/* Leaf blk of qf (b's neighbour in the free list) gets its prev or next link set to to. */
+static int
+qfile_set_link(struct fsd_handle *h, struct qfile *qf, struct fsd_buf *b, uint32_t blk,
+    int prev_link, uint32_t to)
+{
+	struct qt_disk_dqdbheader *oh;
+	struct fsd_buf *o;
+	int rc;
+
+	if (blk >= qf->blocks)
+		return qfile_corrupt(h->fs, b->blkno, "a free-entry link out of the file", qf->type);
+	if ((rc = qfile_block(h->fs, qf, blk, &o)) != 0)
+		return rc;
+	if ((rc = journal_access(h, o)) == 0) {
+		oh = leaf_header(o);
+		if (prev_link)
+			oh->dqdh_prev_free = htole32(to);
+		else
+			oh->dqdh_next_free = htole32(to);
+		journal_dirty(h, o);
+	}
+	block_put(h->fs, o);
+	return rc;
+}
+
 /* Leaf blk (b) is full: out of the list of leaves with a free entry. */
 static int
 qfile_unlink_leaf(struct fsd_handle *h, struct qfile *qf, struct fsd_buf *b)
 {
 	struct qt_disk_dqdbheader *dh = leaf_header(b);
 	uint32_t next = LE32(dh->dqdh_next_free), prev = LE32(dh->dqdh_prev_free);
-	struct fsd_buf *o;
 	int rc;
 
-	if (next != 0) {
-		if (next >= qf->blocks)
-			return qfile_corrupt(h->fs, b->blkno, "a free-entry link out of the file",
-			    qf->type);
-		if ((rc = qfile_block(h->fs, qf, next, &o)) != 0)
-			return rc;
-		if ((rc = journal_access(h, o)) == 0) {
-			leaf_header(o)->dqdh_prev_free = htole32(prev);
-			journal_dirty(h, o);
-		}
-		block_put(h->fs, o);
-		if (rc != 0)
-			return rc;
-	}
+	if (next != 0 && (rc = qfile_set_link(h, qf, b, next, 1, prev)) != 0)
+		return rc;
 	if (prev != 0) {
-		if (prev >= qf->blocks)
-			return qfile_corrupt(h->fs, b->blkno, "a free-entry link out of the file",
-			    qf->type);
-		if ((rc = qfile_block(h->fs, qf, prev, &o)) != 0)
-			return rc;
-		if ((rc = journal_access(h, o)) == 0) {
-			leaf_header(o)->dqdh_next_free = htole32(next);
-			journal_dirty(h, o);
-		}
-		block_put(h->fs, o);
-		if (rc != 0)
+		if ((rc = qfile_set_link(h, qf, b, prev, 0, next)) != 0)
 			return rc;
 	} else {
 		if ((rc = journal_access(h, qf->hb)) != 0)
