@@ -122,15 +122,36 @@ bast_client(struct dlm_lock *lk, int blocked)
 
 /* ---------------------------------------------------------- remote */
 
+/* What a PROXY_AST said, to say it again. */
+struct proxy_ctx {
+	uint64_t	cookie;
+	unsigned	node;
+	int		kind, status, mode;
+};
+
+static void	send_proxy(struct dlm_lock *, int, int, int);
+
+/*
+ * netd answers EHOSTDOWN for what was in flight when a link went, also
+ * when only the peer's netd restarted: while hbd still sees the node
+ * alive, the AST or BAST goes again (its receiver ignores a stale one by
+ * op_seq); a dead node's recovery redoes it otherwise.
+ */
 static void
 proxy_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 {
-	unsigned node = (unsigned)(uintptr_t)arg;
+	struct proxy_ctx *pc = arg;
+	struct dlm_lock *lk;
 
 	(void)rep;
-	if (err != 0 && d != NULL)
+	if (err == EHOSTDOWN && d != NULL && domain_is_member(d, pc->node) &&
+	    d->dlmd->live[pc->node] && (lk = lock_find(d, pc->cookie)) != NULL &&
+	    lk->node == pc->node)
+		send_proxy(lk, pc->kind, pc->status, pc->mode);
+	else if (err != 0 && d != NULL)
 		log_warnx("domain %s: PROXY_AST to node %u lost: %s", d->logname,
-		    node, strerror(err));
+		    pc->node, strerror(err));
+	free(pc);
 }
 
 static void
@@ -138,6 +159,7 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 {
 	struct dlm_res *r = lk->res;
 	Dlmwire__Msg m = DLMWIRE__MSG__INIT;
+	struct proxy_ctx *pc;
 
 	m.name.data = r->name;
 	m.name.len = r->namelen;
@@ -152,8 +174,13 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 		m.lvb_version = lk->lvb_version;
 		m.lvb_valid = lk->lvb_valid;
 	}
-	wire_send(r->dom, lk->node, WIRE_PROXY_AST, &m, proxy_done,
-	    (void *)(uintptr_t)lk->node);
+	pc = xcalloc(1, sizeof(*pc));
+	pc->cookie = lk->cookie;
+	pc->node = lk->node;
+	pc->kind = kind;
+	pc->status = status;
+	pc->mode = mode;
+	wire_send(r->dom, lk->node, WIRE_PROXY_AST, &m, proxy_done, pc);
 }
 
 static void
