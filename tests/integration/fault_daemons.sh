@@ -310,10 +310,16 @@ inject() {
 		d=${kind%-*}
 		[[ $d == node ]] && { lc kill "$k" >/dev/null; return; }
 		kill -KILL "$(pid_of "$k" "$d")"
+		# A killed fsd can stay blocked on its own mount's pages (a
+		# thread inside the kernel waiting for a request only it could
+		# answer) and hold its locks until its connection is aborted:
+		# nothing in fsd does that for it yet, so the operator does.
+		[[ $d == fsd ]] && { wait_for 2 fsd_gone "$k" || abort_mount "$k"; }
 		if [[ $kind == *-restart ]]; then
 			draw 100 1000
 			msleep "$R"
 			if [[ $d == fsd ]]; then
+				wait_for 5 fsd_gone "$k"
 				mount_node "$k"
 			else
 				lc start "$k" >/dev/null
