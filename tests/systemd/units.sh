@@ -262,7 +262,7 @@ check_eq "node2: ... its main process never ran" "exit-code 0" \
 check "node2: ... and its journal names the line" \
 	grep -qF "/etc/ocfs2/cluster.conf:15: invalid number 'banana'" \
 	<<<"$(on 2 journalctl -u ocfs2-nmd -o cat --no-pager)"
-check "node2: ... no daemon runs" no_daemon_left 2
+check "node2: ... no daemon runs" wait_for 10 no_daemon_left 2
 put_conf 2 "$GOOD4"
 on 2 systemctl reset-failed
 check "node2: starts again once repaired" on 2 systemctl start ocfs2.target
