@@ -329,7 +329,7 @@ done
 # -------------------------------------------------------------- stop
 check "node1: systemctl stop ocfs2.target" on 1 systemctl stop ocfs2.target
 check "node1: every daemon stops" wait_for 20 all_inactive 1
-check "node1: no daemon process left" no_daemon_left 1
+check "node1: no daemon process left" wait_for 10 no_daemon_left 1
 check "node1: no mount left under /run/ocfs2" no_mount_left 1
 for u in "${UNITS[@]}"; do
 	check_eq "node1: $u stopped cleanly (no SIGKILL, status 0)" "success 0" \
