@@ -672,6 +672,22 @@ quota_mount(struct fsd *fs, char *err, size_t errlen)
 
 /* ---- what o2ctl quota asks (ctl.c) ------------------------------------- */
 
+/* A change of type's global file by o2ctl: a handle of its own, the file under its lock. */
+static int
+qfile_edit_start(struct fsd *fs, int type, struct fsd_handle *h, struct qfile *qf)
+{
+	int rc;
+
+	if (type < 0 || type >= FSD_MAXQUOTAS || fs->quota[type].ino == 0)
+		return -ENOTSUP;
+	if ((rc = journal_start(fs, h)) != 0)
+		return rc;
+	if ((rc = handle_lock(h, fs->quota[type].lock)) != 0 ||
+	    (rc = qfile_open(fs, type, qf)) != 0)
+		journal_stop(h, 1);
+	return rc;
+}
+
 int
 quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
     const struct quota_entry *lim)
@@ -683,15 +699,8 @@ quota_set_limits(struct fsd *fs, int type, uint32_t id, unsigned mask,
 	unsigned idx;
 	int rc;
 
-	if (type < 0 || type >= FSD_MAXQUOTAS || fs->quota[type].ino == 0)
-		return -ENOTSUP;
-	if ((rc = journal_start(fs, &h)) != 0)
+	if ((rc = qfile_edit_start(fs, type, &h, &qf)) != 0)
 		return rc;
-	if ((rc = handle_lock(&h, fs->quota[type].lock)) != 0 ||
-	    (rc = qfile_open(fs, type, &qf)) != 0) {
-		journal_stop(&h, 1);
-		return rc;
-	}
 	if ((rc = qfile_find(fs, &qf, id, &b, &idx)) == 1)
 		rc = qfile_insert(&h, &qf, id, &b, &idx);
 	if (rc == 0) {
@@ -728,15 +737,8 @@ quota_set_grace(struct fsd *fs, int type, unsigned mask, uint32_t bgrace, uint32
 	struct qfile qf;
 	int rc;
 
-	if (type < 0 || type >= FSD_MAXQUOTAS || fs->quota[type].ino == 0)
-		return -ENOTSUP;
-	if ((rc = journal_start(fs, &h)) != 0)
+	if ((rc = qfile_edit_start(fs, type, &h, &qf)) != 0)
 		return rc;
-	if ((rc = handle_lock(&h, fs->quota[type].lock)) != 0 ||
-	    (rc = qfile_open(fs, type, &qf)) != 0) {
-		journal_stop(&h, 1);
-		return rc;
-	}
 	/* grace times running keep their end, as the kernel's do */
 	if ((rc = journal_access(&h, qf.hb)) == 0) {
 		if (mask & QUOTA_SET_BGRACE)
