@@ -16,7 +16,15 @@
  * size larger than the kernel may hold, we store the file's last byte
  * there, read under the lock. What the kernel may hold is kept as a lower
  * bound per inode: raised by what surely reached it (a new inode's entry,
- * a write's end, a size it set, a store), lowered by any size we answer.
+ * a store), lowered by any size we answer.
+ *
+ * A size in the reply to a WRITE, SETATTR or COPY_FILE_RANGE is not sure
+ * to have reached it: the kernel applies it in the thread that made the
+ * request, when that thread runs again, and until then it drops every
+ * other reply's attributes (FUSE_I_SIZE_UNSTABLE, attr_version). Counting
+ * such a size as known let a reader on this node, while its own extending
+ * write waited to be scheduled, read up to an end of file older than what
+ * another node had acknowledged.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -58,9 +66,8 @@ kernsize_reported(struct fsd_inode *ip, uint64_t size)
 }
 
 void
-kernsize_wrote(struct fsd_inode *ip, uint64_t end)
+kernsize_wrote(struct fsd_inode *ip)
 {
-	bound_max(&ip->kernel_size, end);
 	__atomic_add_fetch(&ip->writes, 1, __ATOMIC_RELEASE);
 }
 

@@ -55,7 +55,7 @@ gone_is_enoent(int rc)
 /* kernsize.c: what the kernel may hold as a regular file's size */
 void	kernsize_set(struct fsd_inode *ip, uint64_t size);	/* it holds size */
 void	kernsize_reported(struct fsd_inode *ip, uint64_t size);	/* told it size */
-void	kernsize_wrote(struct fsd_inode *ip, uint64_t end);	/* a write(2) to end */
+void	kernsize_wrote(struct fsd_inode *ip);	/* wrote its data */
 /*
  * Before a GETATTR answers size seen: raise the kernel's size to the
  * file's if it may be behind (nothing to do, and no lock taken, when seen

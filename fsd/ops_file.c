@@ -197,7 +197,7 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 		while (rc == -ENOSPC && fsd_reclaim(fs, &room))
 			rc = file_write(fs, ip, at, buf, size, !fs->writeback_active);
 		if (rc == 0)
-			kernsize_wrote(ip, (uint64_t)off + size);	/* where the kernel thinks */
+			kernsize_wrote(ip);
 	}
 	inode_put(fs, ip);
 	if (rc != 0)
@@ -325,7 +325,7 @@ fsd_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in, struct fuse
 	while (done == -ENOSPC && fsd_reclaim(fs, &room))
 		done = reflink_range(fs, src, (uint64_t)off_in, dst, (uint64_t)off_out, len);
 	if (done > 0)
-		kernsize_wrote(dst, (uint64_t)off_out + (uint64_t)done);
+		kernsize_wrote(dst);
 	inode_put(fs, dst);
 	inode_put(fs, src);
 	if (done < 0)

@@ -377,7 +377,7 @@ fsd_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 			set_time(&di->i_ctime, &di->i_ctime_nsec, &now);
 		journal_dirty(&h, b);
 		inode_to_stat(fs, di, &st);
-		kernsize_set(ip, (uint64_t)st.st_size);
+		kernsize_reported(ip, (uint64_t)st.st_size);
 	}
 unlock:
 	inode_unlock_block_in(&h, ip, b);

@@ -190,34 +190,61 @@ exec 8<&- 9<&-
 
 echo "-- appends from both nodes, read where one of them appends"
 # append_race A B S: for S seconds one thread appends fsync'ed records to
-# A (node1's view of the file), another to B (node2's), interleaved; after
+# A (node1's view of the file), another to B (node2's), in turns; after
 # each of node2's acknowledgements a fresh open on node1 reads node2's
-# last record. FUSE drops attributes that raced a local write, so without
-# fsd/kernsize.c node1's kernel kept an old size and the read came short.
+# last record while node1's next record, just past it, is being written.
+# FUSE drops the attributes of every reply that races a local write, and
+# applies a write's new size only when the writing thread runs again
+# (fsd/kernsize.c): node1's writer shares its CPU with a real-time
+# process that runs 4 ms of every 5, so that it often waits to run while
+# the reader asks for the size. Without the store of fsd/kernsize.c
+# node1's kernel kept an old size and the read came short.
 append_race() {
 	python3 - "$@" <<'PY'
-import os, sys, threading, time
+import os, subprocess, sys, threading, time
 a, b, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
 REC = 64
 stop = time.monotonic() + secs
-acked, lock = [0, 0], threading.Lock()
+acked, cv = [0, 0], threading.Condition()
+two_cpus = len(os.sched_getaffinity(0)) >= 2
+hog = None
+if two_cpus:
+    hog = subprocess.Popen([sys.executable, "-c", f"""
+import os, time
+os.sched_setaffinity(0, {{1}})
+os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+end = time.monotonic() + {secs}
+while time.monotonic() < end:
+    t = time.monotonic() + 0.004
+    while time.monotonic() < t:
+        pass
+    time.sleep(0.001)
+"""])
 def writer(path, who):
+    if two_cpus:
+        os.sched_setaffinity(0, {1 - who})
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
     seq = 0
     while time.monotonic() < stop:
+        with cv:	# node1 writes record k after node2's k-1, node2 after node1's k
+            while time.monotonic() < stop and acked[1 - who] < seq + who:
+                cv.wait(0.05)
         os.pwrite(fd, (b"%d:%d" % (who, seq)).ljust(REC, b"."), (seq * 2 + who) * REC)
         os.fsync(fd)
         seq += 1
-        with lock:
+        with cv:
             acked[who] = seq
+            cv.notify_all()
     os.close(fd)
 os.close(os.open(a, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
 ts = [threading.Thread(target=writer, args=(p, k)) for k, p in ((0, a), (1, b))]
 for t in ts:
     t.start()
+if two_cpus:
+    os.sched_setaffinity(0, {0})
 checks = short = 0
 while time.monotonic() < stop:
-    with lock:
+    with cv:
         n = acked[1]
     if n == 0:
         continue
@@ -229,6 +256,8 @@ while time.monotonic() < stop:
     short += got[:len(want)] != want
 for t in ts:
     t.join()
+if hog:
+    hog.wait()
 print(f"{checks} reads, {acked[0]} and {acked[1]} records acknowledged, {short} without node2's last")
 sys.exit(1 if short or checks < 10 else 0)
 PY
