@@ -305,9 +305,10 @@ install_lock(struct dlm_res *r, const Dlmwire__Lock *wl)
 		lk = lock_new(r, wl->cookie, wl->node);
 		lk->op_seq = wl->op_seq;
 	} else {
-		/* Ours: what it waited for from the old master is in the
-		 * queues; an unlock the old master had not seen is redone. */
-		if (lk->op != OP_UNLOCK)
+		/* Ours: a request the old master had seen is in the queues
+		 * (its copy carries that request's number); one it had not,
+		 * still on the wire, and an unlock are redone here. */
+		if (lk->op != OP_UNLOCK && !seq_older(wl->op_seq, lk->op_seq))
 			lk->op = OP_NONE;
 		lk->op_sent = 0;
 	}
