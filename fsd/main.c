@@ -189,6 +189,7 @@ main(int argc, char **argv)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_loop_config *lc;
+	struct fsd_guardian gd;
 	struct fuse_session *se;
 	struct cmdline c;
 	struct fsd fs;
@@ -203,8 +204,11 @@ main(int argc, char **argv)
 	canon = realpath(c.mountpoint, NULL);
 	c.mo.rundir = c.rundir;
 	c.mo.mountpoint = canon != NULL ? canon : c.mountpoint;
+	/* before super_mount opens the volume and starts our threads */
+	guardian_start(&gd);
 	if (super_mount(&fs, c.device, &c.mo, err, sizeof(err)) == -1) {
 		log_warnx("cannot mount %s: %s", c.device, err);
+		guardian_release(&gd);
 		free(canon);
 		return 1;
 	}
@@ -235,6 +239,7 @@ main(int argc, char **argv)
 	log_info("%s mounted on %s", c.device, c.mountpoint);
 	if (canon != NULL)
 		fsd_mount_setup(&fs, canon);
+	guardian_watch(&gd, &fs);
 	notify_ready();
 	lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_max_threads(lc, c.mo.threads);
@@ -244,12 +249,14 @@ main(int argc, char **argv)
 	notify_stopping();
 	inode_session_gone(&fs);
 	fuse_session_unmount(se);
+	guardian_release(&gd);
 out_signals:
 	fuse_remove_signal_handlers(se);
 out_session:
 	inode_session_gone(&fs);
 	fuse_session_destroy(se);
 out_unmount:
+	guardian_release(&gd);
 	super_unmount(&fs);
 	fuse_opt_free_args(&args);
 	free(c.fuse_opts);

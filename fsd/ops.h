@@ -145,4 +145,18 @@ void	fsd_init(void *userdata, struct fuse_conn_info *conn);
  * as max_readahead says. */
 void	fsd_mount_setup(struct fsd *, const char *mountpoint);
 
+/*
+ * guardian.c: a child that aborts our FUSE connection if fsd dies without
+ * unmounting. Started by the main thread before any other thread exists
+ * (-1 if it could not be: logged, fsd goes on without it); told the
+ * connection once mounted; released after a clean unmount.
+ */
+struct fsd_guardian {
+	pid_t	pid;
+	int	fd;	/* our end of its socket; -1: none */
+};
+int	guardian_start(struct fsd_guardian *);
+void	guardian_watch(struct fsd_guardian *, const struct fsd *);
+void	guardian_release(struct fsd_guardian *);
+
 #endif

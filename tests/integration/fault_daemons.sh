@@ -167,8 +167,6 @@ bring_back() {
 	all_healthy && return 0
 	echo "   node$k is not whole again by itself: crashing and restarting it"
 	lc kill "$k" >/dev/null 2>&1
-	# A killed fsd that cannot exit (blocked on its own mount) goes with it.
-	abort_mount "$k"
 	for j in $(others "$k"); do
 		wait_for 30 sees_dead "$j" "$k" || { echo "   node$j still sees node$k heartbeat"; return 1; }
 	done
@@ -249,6 +247,7 @@ slots_unique() {
 # ------------------------------------------------------------ the faults
 
 fsd_gone() { ! running "$1" fsd; }
+dlmd_gone() { ! running "$1" dlmd; }
 # restart_pair K D...: the daemons D of node K back, in that order, then
 # any other that exited meanwhile (dlmd does when fsd dies holding locks),
 # as systemd would restart each; then a mount, if the node's fsd went
@@ -310,16 +309,17 @@ inject() {
 		d=${kind%-*}
 		[[ $d == node ]] && { lc kill "$k" >/dev/null; return; }
 		kill -KILL "$(pid_of "$k" "$d")"
-		# A killed fsd can stay blocked on its own mount's pages (a
-		# thread inside the kernel waiting for a request only it could
-		# answer) and hold its locks until its connection is aborted:
-		# nothing in fsd does that for it yet, so the operator does.
-		[[ $d == fsd ]] && { wait_for 2 fsd_gone "$k" || abort_mount "$k"; }
+		# A killed fsd may be stuck in the kernel on its own mount's
+		# pages: its guardian aborts the connection, and it ends.
+		[[ $d == fsd ]] && check "node$k's killed fsd ends within 5 s" wait_for 5 fsd_gone "$k"
 		if [[ $kind == *-restart ]]; then
 			draw 100 1000
 			msleep "$R"
 			if [[ $d == fsd ]]; then
-				wait_for 5 fsd_gone "$k"
+				# its dlmd exits (fsd died holding its journal's
+				# locks): started again, as systemd would
+				wait_for 5 dlmd_gone "$k"
+				lc start "$k" >/dev/null
 				mount_node "$k"
 			else
 				lc start "$k" >/dev/null
