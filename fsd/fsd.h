@@ -109,6 +109,8 @@ enum blk_type {
 	BLK_DX_LEAF,	/* directory index leaf */
 	BLK_XATTR,	/* xattr block: its header or its bucket tree's root */
 	BLK_REFCOUNT,	/* refcount block: a tree's root or leaf */
+	BLK_REFCOUNT_EXTENT,	/* extent block of a refcount tree: its leaf records
+				   point at refcount blocks */
 	BLK_QUOTA,	/* block of a global quota file: its check in the last 8 bytes */
 	BLK_NTYPES
 };
@@ -140,8 +142,9 @@ struct fsd_buf {
  */
 struct fsd;
 typedef int (*blk_dir_check_fn)(const uint8_t *p, size_t len, char *why, size_t whylen);
+/* leaf_blocks: the leaf records name one block each (a refcount tree's leaves) */
 typedef int (*blk_extent_check_fn)(struct fsd *fs, const struct ocfs2_extent_list *el,
-	    unsigned capacity, char *why, size_t whylen);
+	    unsigned capacity, int leaf_blocks, char *why, size_t whylen);
 /* The block types of indexed directories (BLK_DXDIR, BLK_DX_ROOT, BLK_DX_LEAF). */
 typedef int (*blk_dx_check_fn)(struct fsd *fs, enum blk_type type, uint64_t blkno,
 	    const uint8_t *p, char *why, size_t whylen);
@@ -726,6 +729,12 @@ struct fsd_extent {
 	int		unwritten;	/* reads as zeros */
 	int		refcounted;	/* shared through the inode's refcount tree */
 };
+/* A leaf extent record in memory (pblk: its first block). */
+struct xrec {
+	uint32_t	 cpos, len;
+	uint64_t	 pblk;
+	uint8_t		 flags;
+};
 /*
  * Map logical block lblk through the extent list el (in an inode, or any
  * other root) to a physical run. owner names the root for messages.
@@ -775,6 +784,25 @@ int	 extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint3
  */
 int	 extent_remap(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
 	    uint64_t pblk, uint8_t flags);
+/*
+ * Any tree's root (an inode, a directory index root, a refcount tree's
+ * root, whose leaf records point at its leaf blocks): every leaf record
+ * in order (*recs malloc'ed); the record whose span holds cpos, the last
+ * starting at or before it, else the first, with *end where the next
+ * starts (2^32: none; -ENOENT: no record at all).
+ */
+int	 extent_records(struct fsd *fs, struct fsd_buf *root, struct xrec **recs, unsigned *n);
+int	 extent_find(struct fsd *fs, struct fsd_buf *root, uint32_t cpos, struct xrec *r,
+	    uint64_t *end);
+/*
+ * Inside a handle: the whole tree replaced by recs[0..n) (new extent
+ * blocks, the old ones freed); the mapped records of [cpos, cpos+len)
+ * taken out of the tree (nothing freed but emptied extent blocks), its
+ * cluster count lowered by len.
+ */
+int	 extent_replace(struct fsd_handle *h, struct fsd_buf *root, const struct xrec *recs,
+	    unsigned n);
+int	 extent_remove(struct fsd_handle *h, struct fsd_buf *root, uint32_t cpos, uint32_t len);
 
 /* refcount.c: refcount trees (doc/refcount.md), inside a handle; ib an inode's buffer */
 /*

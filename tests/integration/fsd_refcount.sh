@@ -22,9 +22,16 @@
 # reads what the other wrote; the source never changes. fsck.ocfs2 -fn
 # judges every volume (counts, records, rf_count).
 #
+# A tree deeper than its root: a file written every other cluster (its
+# clusters apart on disk, one record each) reflinked, then copy-on-write
+# into both copies, checked against models, the root's list of leaves
+# grown into extent blocks; deleting both gives every cluster back.
+#
 # FSD_REFCOUNT_OPS (default 250) operations per model run, one per seed
 # of FSD_REFCOUNT_SEEDS (default 1), and FSD_REFCOUNT_ROUNDS (default 1)
-# crash rounds each; make soak runs more.
+# crash rounds each; the deep tree has FSD_REFCOUNT_TREE_RECORDS records
+# (default 4000) in FSD_REFCOUNT_TREE_BLOCK-byte blocks (default 1024:
+# 55 records a leaf, 55 leaves in the root); make soak runs more.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -188,6 +195,76 @@ run_check "unmount" fsd_umount "$MNT"
 check "fsck clean after both went" fsck_clean "$IMG"
 run_check "remount" fsd_mount "$IMG" "$MNT"
 check_eq "every cluster is free again" "$FREE0" "$(free_blocks "$MNT")"
+run_check "unmount" fsd_umount "$MNT"
+
+echo "-- a tree deeper than its root"
+TREC=${FSD_REFCOUNT_TREE_RECORDS:-4000}
+TBS=${FSD_REFCOUNT_TREE_BLOCK:-1024}
+IMGT=$D/deep.img
+check "mkfs ($TBS-byte blocks)" mkfs_img_size "$IMGT" $((TREC * 2 * CS * 3 / 1048576 + 64))M \
+    -M local -b "$TBS" -C $CS
+run_check "mount" fsd_mount "$IMGT" "$MNT"
+sync "$MNT"
+FREET=$(free_blocks "$MNT")
+# X: written whole, then every other cluster punched: TREC clusters
+# apart on disk, which no record can merge
+python3 - "$MNT/X" "$TREC" $CS "$D/x.model" <<'EOF2'
+import ctypes, os, sys
+path, n, cs, model = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+m = bytearray(os.urandom((2 * n - 1) * cs))
+os.pwrite(fd, m, 0)
+os.fsync(fd)
+for i in range(1, 2 * n - 1, 2):
+    if libc.fallocate(fd, 3, i * cs, cs) != 0:  # PUNCH_HOLE | KEEP_SIZE
+        sys.exit("punch: " + os.strerror(ctypes.get_errno()))
+    m[i * cs:(i + 1) * cs] = bytes(cs)
+os.fsync(fd)
+open(model, 'wb').write(m)
+EOF2
+check "o2ctl reflink X Z ($TREC records)" "$O2CTL" reflink "$MNT/X" "$MNT/Z"
+check "Z has X's bytes" cmp "$MNT/Z" "$D/x.model"
+# cow FILE MODEL FIRST STEP: a byte into every STEP-th cluster from FIRST, in the file and its model
+cow() {
+	python3 - "$@" $CS <<'EOF2'
+import os, sys
+path, model, first, step, cs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+m = bytearray(open(model, 'rb').read())
+fd = os.open(path, os.O_WRONLY)
+for i in range(first, len(m) // cs, step):
+    os.pwrite(fd, b'\x5a', i * cs + 9)
+    m[i * cs + 9] = 0x5a
+os.fsync(fd)
+open(model, 'wb').write(m)
+EOF2
+}
+cp "$D/x.model" "$D/z.model"
+check "copy-on-write into every 4th cluster of Z" cow "$MNT/Z" "$D/z.model" 0 4
+check "... and every 8th of X, from the 2nd" cow "$MNT/X" "$D/x.model" 2 8
+check "X as its model" cmp "$MNT/X" "$D/x.model"
+check "Z as its model" cmp "$MNT/Z" "$D/z.model"
+run_check "unmount" fsd_umount "$MNT"
+TROOT=$(refcount_loc "$IMGT" /X)
+debugfs.ocfs2 -R "refcount <$TROOT>" "$IMGT" 2>/dev/null | head -8 >"$D/troot"
+TLAST=$(sed -n 's/.*Last Leaf block: \([0-9]*\).*/\1/p' "$D/troot")
+check "the root lists its leaves through extent blocks (last: ${TLAST:-none}, $(sed -n 's/.*Ref clusters: \([0-9]*\).*/\1/p' "$D/troot") leaves)" \
+    bash -c "[[ ${TLAST:-0} -gt 0 ]] && debugfs.ocfs2 -R 'extent <$TLAST>' '$IMGT' | grep -q 'Tree Depth: 0'"
+check "fsck clean with a deep tree" fsck_clean "$IMGT"
+run_check "remount" fsd_mount "$IMGT" "$MNT"
+check "X as its model after the remount" cmp "$MNT/X" "$D/x.model"
+check "Z as its model after the remount" cmp "$MNT/Z" "$D/z.model"
+rm "$MNT/X"
+run_check "unmount with X deleted" fsd_umount "$MNT"
+check "fsck clean with Z alone" fsck_clean "$IMGT"
+run_check "remount" fsd_mount "$IMGT" "$MNT"
+check "Z intact after X went" cmp "$MNT/Z" "$D/z.model"
+rm "$MNT/Z"
+run_check "unmount with both deleted" fsd_umount "$MNT"
+check "fsck clean after both went" fsck_clean "$IMGT"
+run_check "remount" fsd_mount "$IMGT" "$MNT"
+check_eq "every cluster and block is free again" "$FREET" "$(free_blocks "$MNT")"
 run_check "unmount" fsd_umount "$MNT"
 
 echo "-- more freed runs at once than the truncate log holds"
