@@ -5,8 +5,8 @@
  * records, a count taken from a cluster without one is refused as
  * corruption, the root's records move into leaves once they outgrow it
  * and back when none is left, a tree needing more leaves than the
- * root lists is refused (ENOSPC) without a change, and the emptied tree
- * leaves fsck.ocfs2 -fn clean.
+ * root lists grows a level of extent blocks and loses it again, and the
+ * emptied tree leaves fsck.ocfs2 -fn clean.
  */
 #include <criterion/criterion.h>
 
@@ -138,13 +138,13 @@ Test(fsd_refcount, records_split_merge_and_grow_leaves, .init = make_refcount_vo
 		cr_assert_eq(count_at(base + i, &run), i % 2 ? 1 : 2, "cluster %u", i);
 		cr_assert_eq(run, 1);
 	}
-	/* a range across leaves: one change, the tree laid out again */
+	/* a range across leaves: one change, leaf by leaf */
 	cr_assert_eq(change(base + 10, 60, 1), 0);
 	for (i = 0; i < 100; i++)
 		cr_assert_eq(count_at(base + i, NULL), (i % 2 ? 1 : 2) + (i >= 10 && i < 70),
 		    "cluster %u", i);
 	cr_assert_eq(change(base + 10, 60, -1), 0);
-	/* taken back: one count again, then none; an emptied leaf sends all back to the root */
+	/* taken back: one count again, then none; with no leaf left the root holds records */
 	for (i = 0; i < 100; i += 2)
 		cr_assert_eq(change(base + i, 1, -1), 0, "cluster %u", i);
 	for (i = 0; i < 100; i++)
@@ -157,28 +157,37 @@ Test(fsd_refcount, records_split_merge_and_grow_leaves, .init = make_refcount_vo
 	cr_assert(fsck_clean());
 }
 
-Test(fsd_refcount, a_tree_past_the_roots_list_is_refused, .init = make_refcount_volume,
+Test(fsd_refcount, a_tree_past_the_roots_list_grows_extent_blocks, .init = make_refcount_volume,
     .fini = remove_volume, .timeout = 120)
 {
 	uint64_t base = 9000;
-	unsigned i, made = 0;
-	int rc = 0;
+	unsigned i;
 
 	mount_with_file();
 	cr_assert_eq(change(base, 2000, 1), 0);
-	/* 23 leaves of at most 23 records: alternating counts run out of room */
-	for (i = 0; i < 2000 && rc == 0; i += 2)
-		if ((rc = change(base + i, 1, 1)) == 0)
-			made++;
-	cr_assert_eq(rc, -ENOSPC, "%d after %u splits", rc, made);
-	cr_assert_gt(made, 200);
-	/* the refused change left nothing behind */
-	cr_assert_eq(count_at(base + 2 * made, NULL), 1);
-	cr_assert_eq(count_at(base + 2 * made - 2, NULL), 2);
-	for (i = 0; i < made; i++)
-		cr_assert_eq(change(base + 2 * i, 1, -1), 0);
+	/* alternating counts: 2000 records, past 23 leaves of 23 records */
+	for (i = 0; i < 2000; i += 2)
+		cr_assert_eq(change(base + i, 1, 1), 0, "cluster %u", i);
+	cr_assert_geq(le16toh(root().rf_list.l_tree_depth), 1, "the root's list grew a level");
+	cr_assert_neq(le64toh(root().rf_last_eb_blk), 0);
+	cr_assert_gt(le32toh(root().rf_clusters), 23);
+	for (i = 0; i < 2000; i++)
+		cr_assert_eq(count_at(base + i, NULL), i % 2 ? 1 : 2, "cluster %u", i);
+	/* a range across many leaves, up and back down */
+	cr_assert_eq(change(base + 101, 1500, 1), 0);
+	for (i = 0; i < 2000; i++)
+		cr_assert_eq(count_at(base + i, NULL), (i % 2 ? 1 : 2) + (i >= 101 && i < 1601),
+		    "cluster %u", i);
+	cr_assert_eq(change(base + 101, 1500, -1), 0);
+	/* taken back from the first cluster on: leaves go, the first one's span from 0 */
+	for (i = 0; i < 2000; i += 2)
+		cr_assert_eq(change(base + i, 1, -1), 0, "cluster %u", i);
+	for (i = 0; i < 2000; i++)
+		cr_assert_eq(count_at(base + i, NULL), 1, "cluster %u", i);
 	cr_assert_eq(change(base, 2000, -1), 0);
+	cr_assert_eq(le32toh(root().rf_flags) & OCFS2_REFCOUNT_TREE_FL, 0u, "no leaf is left");
 	cr_assert_eq(le16toh(root().rf_records.rl_used), 0);
+	cr_assert_eq(fs.errors, 0);
 	unmount();
 	cr_assert(fsck_clean());
 }
