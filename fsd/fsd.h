@@ -74,6 +74,8 @@
  *   ops_dir.c    FUSE handlers reading directories
  *   ops_file.c   FUSE handlers on open files
  *   ops_xattr.c  FUSE handlers on extended attributes
+ *   ops_reflink.c FSD_IOC_REFLINK: a new file sharing an open one's clusters,
+ *                built in the orphan dir and named in one transaction
  *   main.c       options and wiring
  *
  * Nothing here assumes one node: all per-node state hangs off the slot
@@ -1078,6 +1080,13 @@ int	 journal_stop(struct fsd_handle *h, int abort);
  * handle open, everything but that handle's changes.
  */
 int	 journal_commit(struct fsd *fs);
+/*
+ * A test-only crash point: while the file the environment variable env
+ * names exists, commit what is done, create NAME.<blkno>, log what
+ * waits and wait to be killed. Nothing else reaches such windows
+ * reliably (doc/append-dio.md, doc/refcount.md).
+ */
+void	 journal_test_pause(struct fsd *fs, const char *env, uint64_t blkno, const char *what);
 /* Transactions committed since the mount (0 when read-only). */
 uint64_t journal_commits(struct fsd *fs);
 /* Commit, then write committed blocks home and free the log. */
@@ -1394,6 +1403,19 @@ int	 acl_chmod_inode(struct fsd *fs, struct fsd_inode *ip, unsigned mode);
 /* orphan.c */
 /* Inside a handle: put an inode whose last link went into our orphan dir. */
 int	 orphan_add(struct fsd_handle *h, struct fsd_buf *ib);
+/*
+ * Inside a handle: a new inode with no link, made in our orphan dir (the
+ * kernel's ocfs2_create_inode_in_orphan): a crash before it gets a name
+ * leaves an orphan that recovery deletes. *ib referenced.
+ */
+int	 orphan_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid,
+	    struct fsd_buf **ib);
+/*
+ * Inside a handle, with ib locked EX: such an inode leaves our orphan
+ * dir with one link, for the name the caller adds in the same handle
+ * (ocfs2_mv_orphaned_inode_to_new). -ESTALE if it is not one of ours.
+ */
+int	 orphan_adopt(struct fsd_handle *h, struct fsd_buf *ib);
 /* Delete an orphaned inode nobody uses any more (own handles): 1 deleted,
  * 0 left (still linked, or open on some node), or -errno. */
 int	 orphan_wipe(struct fsd *fs, uint64_t blkno);

@@ -22,6 +22,10 @@
 # reads what the other wrote; the source never changes. fsck.ocfs2 -fn
 # judges every volume (counts, records, rf_count).
 #
+# o2ctl reflink is one transaction: fsd killed once the new file is
+# complete in the orphan dir but not yet named (FSD_TEST_REFLINK_PAUSE)
+# leaves no target; recovery deletes the orphan and the space comes back.
+#
 # A tree deeper than its root: a file written every other cluster (its
 # clusters apart on disk, one record each) reflinked, then copy-on-write
 # into both copies, checked against models, the root's list of leaves
@@ -195,6 +199,45 @@ run_check "unmount" fsd_umount "$MNT"
 check "fsck clean after both went" fsck_clean "$IMG"
 run_check "remount" fsd_mount "$IMG" "$MNT"
 check_eq "every cluster is free again" "$FREE0" "$(free_blocks "$MNT")"
+run_check "unmount" fsd_umount "$MNT"
+
+echo "-- a crash inside o2ctl reflink"
+mount_paused() { FSD_TEST_REFLINK_PAUSE=$D/rpause fsd_mount "$@"; }
+run_check "mount (reflink crash point armed)" mount_paused "$IMG" "$MNT"
+head -c $((8 << 20)) /dev/urandom >"$D/k.data"
+cp "$D/k.data" "$MNT/K" && sync "$MNT/K"
+setfattr -n user.big -v "0x$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')" "$MNT/K"
+run_check "unmount" fsd_umount "$MNT"
+run_check "mount (armed again)" mount_paused "$IMG" "$MNT"
+FREEK=$(free_blocks "$MNT")
+touch "$D/rpause"
+"$O2CTL" reflink "$MNT/K" "$MNT/KR" >/dev/null 2>&1 &
+RL=$!
+paused() { compgen -G "$D/rpause.*" >/dev/null; }
+check "the reflink reaches the point before its name" wait_for 20 paused
+check "... and the target has no name yet" test ! -e "$MNT/KR"
+kill -9 "$FSD_PID"
+wait "$FSD_PID" 2>/dev/null
+wait "$RL"
+check "o2ctl reports the failure" test $? -ne 0
+umount -l "$MNT" 2>/dev/null
+ORPH=$(basename "$(ls "$D"/rpause.* | head -n 1)")
+ORPH=${ORPH#rpause.}
+# the journal's last image of the new inode: complete, an orphan without a link
+debugfs.ocfs2 -R 'logdump 0' "$IMG" 2>/dev/null |
+    awk -v ino="$ORPH" '$1 == "Inode:" { on = $2 == ino } on && /Flags:|Links:/' | tail -n 2 >"$D/orph"
+check "the journal holds the new inode, an orphan with all 2048 clusters ($(tr -s ' \t\n' ' ' <"$D/orph"))" \
+    bash -c "grep -q 'Flags: Valid Orphan' '$D/orph' && grep -q 'Links: 0 *Clusters: 2048' '$D/orph'"
+rm -f "$D/rpause" "$D"/rpause.*
+run_check "mount after the kill (recovery)" fsd_mount "$IMG" "$MNT"
+check "recovery deleted the orphan" grep -q "orphan_dir:0000: 1 inodes deleted" "$MNT.log"
+check "no target after the crash" test ! -e "$MNT/KR"
+check "the source is intact" cmp "$MNT/K" "$D/k.data"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean after the crash inside reflink" fsck_clean "$IMG"
+run_check "mount" fsd_mount "$IMG" "$MNT"
+check_eq "the orphan's space came back" "$FREEK" "$(free_blocks "$MNT")"
+rm "$MNT/K"
 run_check "unmount" fsd_umount "$MNT"
 
 echo "-- a tree deeper than its root"
