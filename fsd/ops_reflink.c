@@ -262,8 +262,13 @@ reflink_file(fuse_req_t req, uint64_t src_blkno, uint64_t dir, const char *name)
 		return -EOPNOTSUPP;
 	if ((rc = inode_get(fs, src_blkno, &src)) != 0)
 		return rc;
-	if ((rc = inode_get(fs, dir, &dp)) != 0) {
-		rc = gone_is_enoent(rc);
+	/*
+	 * The directory is a number from the caller, who holds it open (o2ctl
+	 * does): only an inode the kernel knows is taken, never a block read
+	 * on a stranger's word (a bad number would look like damage).
+	 */
+	if ((dp = inode_find(fs, dir)) == NULL) {
+		rc = -ENOENT;
 		goto out;
 	}
 	/* reading the source is what sharing it gives */

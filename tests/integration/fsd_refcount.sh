@@ -86,6 +86,19 @@ check "... and leaves nothing" test ! -e "$MNT/dirlink"
 expect_error "reflink onto another volume is refused" "not on the same volume" \
     "$O2CTL" reflink "$MNT/A" "$D/elsewhere"
 check "... and leaves nothing" test ! -e "$D/elsewhere"
+# FSD_IOC_REFLINK naming a directory by a number that is no inode the kernel knows
+check "a reflink into a bogus directory number is refused (ENOENT)" python3 - "$MNT/A" <<'EOF'
+import errno, fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+cmd = (1 << 30) | (264 << 16) | (ord('o') << 8) | 0x40  # _IOW('o', 0x40, 264 bytes)
+try:
+    fcntl.ioctl(fd, cmd, struct.pack('<Q256s', 12345, b'x'))
+except OSError as e:
+    sys.exit(0 if e.errno == errno.ENOENT else "errno %d" % e.errno)
+sys.exit("accepted")
+EOF
+check "... and the volume still takes writes" touch "$MNT/after-bogus"
+rm -f "$MNT/after-bogus"
 
 # copy_file_range: aligned ranges share, an unaligned one copies
 python3 - "$MNT/A" "$MNT/C" "$MNT/D" $CS <<'EOF'
