@@ -5,16 +5,17 @@
  * point at it (rf_count) and holds the records itself until they
  * outgrow it. Then, as fs/ocfs2/refcounttree.c's
  * ocfs2_expand_inline_ref_root, the records move into leaf blocks and
- * the root keeps an extent list with one record per leaf (e_cpos the low
- * 32 bits of the leaf's first cluster, the first leaf's 0; one "cluster"
- * each, rf_clusters their number). Every refcount block comes from the
- * slot's extent allocator.
+ * the root's list becomes an extent tree of any depth listing the leaves
+ * (e_cpos the low 32 bits of where a leaf's span starts, the first
+ * leaf's 0; one "cluster" each, rf_clusters their number), grown and
+ * searched by extent.c's code. Every refcount block and every extent
+ * block of the tree comes from the slot's extent allocator.
  *
  * A change is one edit of the sorted records over a range of physical
- * clusters: made inside the leaf whose span holds the range when the
- * result fits there, and otherwise by laying all the records out again
- * in new leaves (new blocks first, the old ones freed after), as
- * extent.c rebuilds extent trees. All of it under the tree's 'T' cluster
+ * clusters, leaf by leaf along it: a leaf changes in place while its
+ * records fit, splits in two when they outgrow it, and leaves the tree
+ * when it has none left (ocfs2_new_leaf_refcount_block,
+ * ocfs2_remove_refcount_extent). All of it under the tree's 'T' cluster
  * lock, EX until the handle ends.
  */
 #include <errno.h>
