@@ -213,7 +213,8 @@ bench: all $(BENCH_BINS)
 # writeback cache off; then fsd_xattr.sh with SOAK_XATTR_ATTRS attributes
 # on a file, on each geometry and 16K clusters; then fsd_crash.sh with more rounds on
 # mkfs.ocfs2's default, max-compat and max-features levels; then
-# fsd_refcount.sh with more model operations, seeds and kills; then
+# fsd_refcount.sh with more model operations, seeds and kills and a
+# refcount tree of 40000 records; then
 # fsd_dxdir.sh with more kills and its speed figure; then fsd_bigdir.sh
 # with SOAK_BIGDIR_NAMES names in one directory (three nodes); then
 # fsd_stress.sh (three nodes) with more seeds and operations, apart and in one directory; then
@@ -233,6 +234,7 @@ SOAK_DXDIR_ROUNDS ?= 20
 SOAK_REFCOUNT_OPS ?= 3000
 SOAK_REFCOUNT_SEEDS ?= 1 2 3 4 5 6
 SOAK_REFCOUNT_ROUNDS ?= 10
+SOAK_REFCOUNT_TREE_RECORDS ?= 40000
 SOAK_BIGDIR_NAMES ?= 1000000
 SOAK_XATTR_ATTRS ?= 3000
 SOAK_FUZZ_RUNS	 ?= 1000000
@@ -268,9 +270,10 @@ soak: all
 		FSD_CRASH_ROUNDS=$(SOAK_CRASH_ROUNDS) FSD_CRASH_LEVEL=$${l#default} OCFS2_BUILD=$(BUILD) \
 		    bash tests/integration/fsd_crash.sh || rc=1; \
 	done; \
-	echo "== fsd_refcount: $(SOAK_REFCOUNT_OPS) operations, seeds $(SOAK_REFCOUNT_SEEDS), $(SOAK_REFCOUNT_ROUNDS) crash rounds"; \
+	echo "== fsd_refcount: $(SOAK_REFCOUNT_OPS) operations, seeds $(SOAK_REFCOUNT_SEEDS), $(SOAK_REFCOUNT_ROUNDS) crash rounds, a tree of $(SOAK_REFCOUNT_TREE_RECORDS) records"; \
 	FSD_REFCOUNT_OPS=$(SOAK_REFCOUNT_OPS) FSD_REFCOUNT_SEEDS="$(SOAK_REFCOUNT_SEEDS)" \
-	    FSD_REFCOUNT_ROUNDS=$(SOAK_REFCOUNT_ROUNDS) OCFS2_BUILD=$(BUILD) \
+	    FSD_REFCOUNT_ROUNDS=$(SOAK_REFCOUNT_ROUNDS) FSD_REFCOUNT_TREE_RECORDS=$(SOAK_REFCOUNT_TREE_RECORDS) \
+	    OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_refcount.sh || rc=1; \
 	echo "== fsd_dxdir: $(SOAK_DXDIR_ROUNDS) kills while creating, the speed of indexed and linear directories"; \
 	FSD_DXDIR_CRASH_ROUNDS=$(SOAK_DXDIR_ROUNDS) FSD_DXDIR_SPEED=1 OCFS2_BUILD=$(BUILD) \

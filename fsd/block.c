@@ -258,6 +258,7 @@ block_check_of(struct fsd *fs, enum blk_type type, uint8_t *data)
 	case BLK_INODE:
 		return &((struct ocfs2_dinode *)data)->i_check;
 	case BLK_EXTENT:
+	case BLK_REFCOUNT_EXTENT:
 		return &((struct ocfs2_extent_block *)data)->h_check;
 	case BLK_GROUP:
 		return &((struct ocfs2_group_desc *)data)->bg_check;
@@ -364,13 +365,13 @@ check_dx_block(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 
 static int
 check_extent_list(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned capacity,
-    char *why, size_t whylen)
+    int leaf_blocks, char *why, size_t whylen)
 {
 	if (fs->check_extent_list == NULL) {
 		snprintf(why, whylen, "no check of extent lists registered");
 		return -1;
 	}
-	return fs->check_extent_list(fs, el, capacity, why, whylen);
+	return fs->check_extent_list(fs, el, capacity, leaf_blocks, why, whylen);
 }
 
 static int
@@ -508,7 +509,8 @@ validate_inode(struct fsd *fs, uint64_t blkno, const struct ocfs2_dinode *di,
 	}
 	/* the inline xattr area takes its bytes from the list's records (fs/ocfs2/xattr.c) */
 	return check_extent_list(fs, &di->id2.i_list,
-	    ocfs2_extent_recs_per_inode(bs) - xbytes / sizeof(struct ocfs2_extent_rec), why, whylen);
+	    ocfs2_extent_recs_per_inode(bs) - xbytes / sizeof(struct ocfs2_extent_rec), 0, why,
+	    whylen);
 }
 
 static int
@@ -522,20 +524,21 @@ validate_xattr_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_xattr_bl
 		return -1;
 	if (LE16(xb->xb_flags) & OCFS2_XATTR_INDEXED)
 		return check_extent_list(fs, &xb->xb_attrs.xb_root.xt_list,
-		    ocfs2_xattr_recs_per_xb(bs), why, whylen);
+		    ocfs2_xattr_recs_per_xb(bs), 0, why, whylen);
 	return check_xattr_header(fs, &xb->xb_attrs.xb_header,
 	    bs - offsetof(struct ocfs2_xattr_block, xb_attrs.xb_header), why, whylen);
 }
 
+/* leaf_blocks: a refcount tree's (BLK_REFCOUNT_EXTENT) */
 static int
 validate_extent_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_extent_block *eb,
-    char *why, size_t whylen)
+    int leaf_blocks, char *why, size_t whylen)
 {
 	if (check_header(fs, blkno, OCFS2_EXTENT_BLOCK_SIGNATURE, eb->h_signature,
 	    LE64(eb->h_blkno), LE32(eb->h_fs_generation), why, whylen) == -1)
 		return -1;
 	return check_extent_list(fs, &eb->h_list,
-	    ocfs2_extent_recs_per_eb(fs->vol.block_bytes), why, whylen);
+	    ocfs2_extent_recs_per_eb(fs->vol.block_bytes), leaf_blocks, why, whylen);
 }
 
 /*
@@ -555,7 +558,7 @@ validate_refcount_block(struct fsd *fs, uint64_t blkno, const struct ocfs2_refco
 	    LE64(rb->rf_blkno), LE32(rb->rf_fs_generation), why, whylen) == -1)
 		return -1;
 	if (LE32(rb->rf_flags) & OCFS2_REFCOUNT_TREE_FL)
-		return check_extent_list(fs, &rb->rf_list, ocfs2_extent_recs_per_rb(bs), why,
+		return check_extent_list(fs, &rb->rf_list, ocfs2_extent_recs_per_rb(bs), 1, why,
 		    whylen);
 	used = LE16(rb->rf_records.rl_used);
 	if (LE16(rb->rf_records.rl_count) > ocfs2_refcount_recs_per_rb(bs) ||
@@ -607,7 +610,9 @@ block_validate(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 	case BLK_INODE:
 		return validate_inode(fs, blkno, (const void *)data, why, whylen);
 	case BLK_EXTENT:
-		return validate_extent_block(fs, blkno, (const void *)data, why, whylen);
+	case BLK_REFCOUNT_EXTENT:
+		return validate_extent_block(fs, blkno, (const void *)data,
+		    type == BLK_REFCOUNT_EXTENT, why, whylen);
 	case BLK_GROUP:
 		return validate_group(fs, blkno, (const void *)data, why, whylen);
 	case BLK_DIR:

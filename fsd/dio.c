@@ -14,41 +14,13 @@
  * holds it), this node's by the kernel's inode lock around each write.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "log.h"
 
 #include "fsd.h"
-
-/*
- * Test-only crash point: while the file FSD_TEST_DIO_PAUSE names exists,
- * an appending write stops after its data is written and before its
- * size is, its record and allocation committed, creates NAME.<inode
- * number> and waits to be killed. Nothing else reaches this window
- * reliably.
- */
-static void
-test_pause(struct fsd *fs, uint64_t blkno)
-{
-	const char *path = getenv("FSD_TEST_DIO_PAUSE");
-	char paused[4096];
-	int fd;
-
-	if (path == NULL || *path == '\0' || access(path, F_OK) != 0)
-		return;
-	journal_commit(fs);
-	snprintf(paused, sizeof(paused), "%s.%llu", path, (unsigned long long)blkno);
-	if ((fd = open(paused, O_WRONLY | O_CREAT, 0644)) >= 0)
-		close(fd);
-	log_warnx("FSD_TEST_DIO_PAUSE: appending write to inode %llu paused before its size update",
-	    (unsigned long long)blkno);
-	for (;;)
-		pause();
-}
 
 struct dio_end_arg {
 	int	 slot;		/* whose record */
@@ -284,7 +256,9 @@ dio_append_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const v
 		return file_write_rw_held(fs, ip, off, data, len, touch_times);
 	if ((rc = dio_allocate(fs, ip, off, len)) == 0 &&
 	    (rc = dio_data(fs, ip, off, data, len)) == 0) {
-		test_pause(fs, ip->blkno);
+		/* test-only crash point (doc/append-dio.md, Testing the window) */
+		journal_test_pause(fs, "FSD_TEST_DIO_PAUSE", ip->blkno,
+		    "appending write paused before its size update");
 		rc = dio_complete(fs, ip, off + len, touch_times);
 	}
 	if (rc != 0 && dio_end(fs, ip, fs->slot, &done) != 0)

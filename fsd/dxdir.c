@@ -234,7 +234,7 @@ dx_check_block(struct fsd *fs, enum blk_type type, uint64_t blkno, const uint8_t
 		if (dr->dr_flags & OCFS2_DX_FLAG_INLINE)
 			return check_list(&dr->dr_entries, entries_per_root(fs), "index root", why,
 			    whylen);
-		return fs->check_extent_list(fs, &dr->dr_list, recs_per_root(fs), why, whylen);
+		return fs->check_extent_list(fs, &dr->dr_list, recs_per_root(fs), 0, why, whylen);
 	case BLK_DX_LEAF:
 		if (check_sig(dl->dl_signature, OCFS2_DX_LEAF_SIGNATURE, why, whylen) == -1)
 			return -1;

@@ -18,9 +18,13 @@
 /* The kernel's OCFS2_MAX_PATH_DEPTH: deeper trees are never built. */
 #define EXTENT_MAX_DEPTH	5
 
-int
-extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned capacity,
-    char *why, size_t whylen)
+/*
+ * leaf_blocks: the leaf records name one metadata block each (a refcount
+ * tree's leaves, ocfs2_refcount_tree_et), not clusters of data.
+ */
+static int
+list_check(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned capacity,
+    int leaf_blocks, char *why, size_t whylen)
 {
 	unsigned depth = LE16(el->l_tree_depth), count = LE16(el->l_count);
 	unsigned used = LE16(el->l_next_free_rec), i;
@@ -39,12 +43,20 @@ extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned c
 			len = LE16(r->e_leaf_clusters);
 			if (len == 0)
 				continue;	/* an empty leftmost record */
-			if (blk % fs->bpc != 0) {
+			if (leaf_blocks) {
+				if (len != 1 || blk <= OCFS2_SUPER_BLOCK_BLKNO ||
+				    !block_in_volume(fs, blk, 1)) {
+					snprintf(why, whylen, "refcount leaf record %u (%llu "
+					    "clusters at block %llu) is not one block of the "
+					    "volume", i, (unsigned long long)len,
+					    (unsigned long long)blk);
+					return -1;
+				}
+			} else if (blk % fs->bpc != 0) {
 				snprintf(why, whylen, "extent %u starts at unaligned block %llu",
 				    i, (unsigned long long)blk);
 				return -1;
-			}
-			if (blk <= OCFS2_SUPER_BLOCK_BLKNO ||
+			} else if (blk <= OCFS2_SUPER_BLOCK_BLKNO ||
 			    !block_in_volume(fs, blk, len * fs->bpc)) {
 				snprintf(why, whylen, "extent %u (%llu clusters at block %llu) "
 				    "is outside the volume", i, (unsigned long long)len,
@@ -69,10 +81,17 @@ extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned c
 	return 0;
 }
 
+int
+extent_list_check(struct fsd *fs, const struct ocfs2_extent_list *el, unsigned capacity,
+    char *why, size_t whylen)
+{
+	return list_check(fs, el, capacity, 0, why, whylen);
+}
+
 void
 extent_register_checks(struct fsd *fs)
 {
-	fs->check_extent_list = extent_list_check;
+	fs->check_extent_list = list_check;
 }
 
 int
@@ -162,28 +181,43 @@ extent_map(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 /* ---- changing trees (inside a handle) ---------------------------------- */
 
 /*
- * The root a tree hangs from: an inode's id2 list, or the list of a
- * directory index root (doc/indexed-dirs.md), with the cluster count and
- * last leaf each keeps beside it. Blocks of either belong to the inode
- * whose lock covers them (the buffer's owner).
+ * The root a tree hangs from: an inode's id2 list, the list of a
+ * directory index root (doc/indexed-dirs.md), or the list of a refcount
+ * tree's root (doc/refcount.md: its leaf records point at refcount leaf
+ * blocks, one "cluster" each, and never merge, as the kernel's
+ * ocfs2_refcount_tree_extent_contig says), with the cluster count and
+ * last leaf each keeps beside it. Blocks of each belong to the buffer's
+ * owner, whose lock covers them.
  */
 struct xroot {
 	struct ocfs2_extent_list	*el;
 	__le32				*clusters;
 	__le64				*last_eb;
+	enum blk_type			 eb_type;	/* its extent blocks' */
+	int				 merge;		/* contiguous records join */
 };
 
 static void
 xroot_of(struct fsd_buf *b, struct xroot *r)
 {
 	struct ocfs2_dx_root_block *dx = (struct ocfs2_dx_root_block *)b->data;
+	struct ocfs2_refcount_block *rb = (struct ocfs2_refcount_block *)b->data;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)b->data;
 
+	r->eb_type = BLK_EXTENT;
+	r->merge = 1;
 	if (memcmp(dx->dr_signature, OCFS2_DX_ROOT_SIGNATURE,
 	    sizeof(OCFS2_DX_ROOT_SIGNATURE) - 1) == 0) {
 		r->el = &dx->dr_list;
 		r->clusters = &dx->dr_clusters;
 		r->last_eb = &dx->dr_last_eb_blk;
+	} else if (memcmp(rb->rf_signature, OCFS2_REFCOUNT_BLOCK_SIGNATURE,
+	    sizeof(OCFS2_REFCOUNT_BLOCK_SIGNATURE) - 1) == 0) {
+		r->el = &rb->rf_list;
+		r->clusters = &rb->rf_clusters;
+		r->last_eb = &rb->rf_last_eb_blk;
+		r->eb_type = BLK_REFCOUNT_EXTENT;
+		r->merge = 0;
 	} else {
 		r->el = &di->id2.i_list;
 		r->clusters = &di->i_clusters;
@@ -238,12 +272,13 @@ path_put(struct fsd *fs, struct xpath *p)
 /* Level i of p: the extent block child, checked to sit at its depth;
  * on failure p is let go. */
 static int
-path_step(struct fsd *fs, struct xpath *p, unsigned i, uint64_t child, uint64_t owner)
+path_step(struct fsd *fs, struct xpath *p, unsigned i, uint64_t child, uint64_t owner,
+    enum blk_type type)
 {
 	struct ocfs2_extent_list *el;
 	int rc;
 
-	if ((rc = block_read_owned(fs, child, BLK_EXTENT, owner, &p->b[i])) != 0) {
+	if ((rc = block_read_owned(fs, child, type, owner, &p->b[i])) != 0) {
 		p->depth = i - 1;
 		path_put(fs, p);
 		return rc;
@@ -260,10 +295,9 @@ path_step(struct fsd *fs, struct xpath *p, unsigned i, uint64_t child, uint64_t 
 }
 
 static int
-rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel,
-    struct xpath *p)
+rightmost_path(struct fsd *fs, struct fsd_buf *root, const struct xroot *xr, struct xpath *p)
 {
-	struct ocfs2_extent_list *el = rel;
+	struct ocfs2_extent_list *rel = xr->el, *el = rel;
 	unsigned i, n;
 	uint64_t child;
 	int rc;
@@ -281,16 +315,17 @@ rightmost_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *r
 			return -EIO;
 		}
 		child = LE64(el->l_recs[n - 1].e_blkno);
-		if ((rc = path_step(fs, p, i, child, p->b[0]->owner)) != 0)
+		if ((rc = path_step(fs, p, i, child, p->b[0]->owner, xr->eb_type)) != 0)
 			return rc;
 		el = p->el[i];
 	}
 	return 0;
 }
 
-/* A new extent block from our slot's extent_alloc, formatted at depth. */
+/* A new extent block of type from our slot's extent_alloc, formatted at depth. */
 static int
-new_extent_block(struct fsd_handle *h, uint64_t owner, unsigned depth, struct fsd_buf **bp)
+new_extent_block(struct fsd_handle *h, uint64_t owner, enum blk_type type, unsigned depth,
+    struct fsd_buf **bp)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_extent_block *eb;
@@ -299,7 +334,7 @@ new_extent_block(struct fsd_handle *h, uint64_t owner, unsigned depth, struct fs
 
 	if ((rc = suballoc_claim(h, SUBALLOC_EXTENT, &sb)) != 0)
 		return rc;
-	if ((rc = block_new_owned(fs, sb.blkno, BLK_EXTENT, owner, bp)) != 0)
+	if ((rc = block_new_owned(fs, sb.blkno, type, owner, bp)) != 0)
 		return rc;
 	if ((rc = journal_access(h, *bp)) != 0) {
 		block_put(fs, *bp);
@@ -402,7 +437,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 		/* a leaf record holds at most 65535 clusters */
 		uint32_t chunk = clusters > 65535 ? 65535 : clusters;
 
-		if ((rc = rightmost_path(fs, ib, root, &p)) != 0)
+		if ((rc = rightmost_path(fs, ib, &xr, &p)) != 0)
 			return rc;
 		if ((rc = path_access(h, &p)) != 0)
 			goto out;
@@ -441,7 +476,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 					rc = -EFBIG;
 					goto out;
 				}
-				if ((rc = new_extent_block(h, ib->owner, p.depth, &sb)) != 0)
+				if ((rc = new_extent_block(h, ib->owner, xr.eb_type, p.depth, &sb)) != 0)
 					goto out;
 				el = &((struct ocfs2_extent_block *)sb->data)->h_list;
 				k = LE16(root->l_next_free_rec);
@@ -455,7 +490,7 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 				root->l_recs[0].e_cpos = 0;
 				root->l_recs[0].e_blkno = htole64(sb->blkno);
 				path_put(fs, &p);
-				if ((rc = rightmost_path(fs, ib, root, &p)) == 0) {
+				if ((rc = rightmost_path(fs, ib, &xr, &p)) == 0) {
 					path_fix_interior(&p);
 					path_dirty(h, &p);
 					path_put(fs, &p);
@@ -468,7 +503,8 @@ extent_append(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint64_t 
 			/* New blocks for every level below lvl, the leaf last. */
 			memset(nb, 0, sizeof(nb));
 			for (i = lvl + 1; i <= p.depth; i++) {
-				if ((rc = new_extent_block(h, ib->owner, p.depth - i, &nb[i])) != 0) {
+				if ((rc = new_extent_block(h, ib->owner, xr.eb_type, p.depth - i,
+				    &nb[i])) != 0) {
 					while (--i > lvl)
 						block_put(fs, nb[i]);
 					goto out;
@@ -578,7 +614,7 @@ extent_truncate(struct fsd_handle *h, struct fsd_buf *ib, uint32_t keep)
 	xroot_of(ib, &xr);
 	root = xr.el;
 	for (;;) {
-		if ((rc = rightmost_path(fs, ib, root, &p)) != 0)
+		if ((rc = rightmost_path(fs, ib, &xr, &p)) != 0)
 			return rc;
 		if ((rc = path_access(h, &p)) != 0)
 			goto out;
@@ -663,22 +699,18 @@ struct xedit {
 	uint8_t		 flags;		/* XEDIT_INSERT, XEDIT_SETFLAGS */
 };
 
-/* A leaf record in memory. */
-struct xrec {
-	uint32_t	 cpos, len;
-	uint64_t	 pblk;
-	uint8_t		 flags;
-};
-
-/* Append r to out[0..*n), merged into the record before when it continues it. */
+/*
+ * Append r to out[0..*n), merged into the record before when it continues
+ * it and the tree merges (not a refcount tree's).
+ */
 static void
-xrec_push(struct xrec *out, unsigned *n, unsigned bpc, const struct xrec *r)
+xrec_push(struct xrec *out, unsigned *n, unsigned bpc, int merge, const struct xrec *r)
 {
 	struct xrec *prev = *n ? &out[*n - 1] : NULL;
 
 	if (r->len == 0)
 		return;
-	if (prev != NULL && prev->cpos + prev->len == r->cpos && prev->flags == r->flags &&
+	if (merge && prev != NULL && prev->cpos + prev->len == r->cpos && prev->flags == r->flags &&
 	    prev->pblk + (uint64_t)prev->len * bpc == r->pblk && prev->len + r->len <= 65535) {
 		prev->len += r->len;
 		return;
@@ -692,7 +724,7 @@ xrec_push(struct xrec *out, unsigned *n, unsigned bpc, const struct xrec *r)
  * when flags are set on a hole.
  */
 static int
-xedit_apply(const struct xedit *e, unsigned bpc, const struct xrec *in, unsigned n,
+xedit_apply(const struct xedit *e, unsigned bpc, int merge, const struct xrec *in, unsigned n,
     struct xrec *out)
 {
 	uint32_t a = e->cpos, b = e->cpos + e->len, rs, re, ms, me, covered = 0;
@@ -704,11 +736,11 @@ xedit_apply(const struct xedit *e, unsigned bpc, const struct xrec *in, unsigned
 		rs = in[i].cpos;
 		re = rs + in[i].len;
 		if (!inserted && rs >= b) {
-			xrec_push(out, &m, bpc, &ins);
+			xrec_push(out, &m, bpc, merge, &ins);
 			inserted = 1;
 		}
 		if (re <= a || rs >= b) {
-			xrec_push(out, &m, bpc, &in[i]);
+			xrec_push(out, &m, bpc, merge, &in[i]);
 			continue;
 		}
 		if (e->kind == XEDIT_INSERT)
@@ -716,7 +748,7 @@ xedit_apply(const struct xedit *e, unsigned bpc, const struct xrec *in, unsigned
 		if (rs < a) {
 			piece = in[i];
 			piece.len = a - rs;
-			xrec_push(out, &m, bpc, &piece);
+			xrec_push(out, &m, bpc, merge, &piece);
 		}
 		ms = rs > a ? rs : a;
 		me = re < b ? re : b;
@@ -724,16 +756,16 @@ xedit_apply(const struct xedit *e, unsigned bpc, const struct xrec *in, unsigned
 		if (e->kind == XEDIT_SETFLAGS) {
 			piece = (struct xrec){ ms, me - ms, in[i].pblk + (uint64_t)(ms - rs) * bpc,
 			    e->flags };
-			xrec_push(out, &m, bpc, &piece);
+			xrec_push(out, &m, bpc, merge, &piece);
 		}
 		if (re > b) {
 			piece = (struct xrec){ b, re - b, in[i].pblk + (uint64_t)(b - rs) * bpc,
 			    in[i].flags };
-			xrec_push(out, &m, bpc, &piece);
+			xrec_push(out, &m, bpc, merge, &piece);
 		}
 	}
 	if (!inserted)
-		xrec_push(out, &m, bpc, &ins);
+		xrec_push(out, &m, bpc, merge, &ins);
 	if (e->kind == XEDIT_SETFLAGS && covered != e->len)
 		return -ENOENT;
 	return (int)m;
@@ -779,10 +811,10 @@ leaf_store(struct ocfs2_extent_list *el, const struct xrec *r, unsigned n)
  * the record taken in p->el[i]; *end where the leaf's span ends.
  */
 static int
-leaf_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel, uint32_t cpos,
+leaf_path(struct fsd *fs, struct fsd_buf *root, const struct xroot *xr, uint32_t cpos,
     struct xpath *p, unsigned *idx, uint64_t *end)
 {
-	struct ocfs2_extent_list *el = rel;
+	struct ocfs2_extent_list *rel = xr->el, *el = rel;
 	unsigned i, k, n;
 	uint64_t child;
 	int rc;
@@ -806,7 +838,7 @@ leaf_path(struct fsd *fs, struct fsd_buf *root, struct ocfs2_extent_list *rel, u
 			*end = LE32(el->l_recs[k + 1].e_cpos);
 		idx[i - 1] = k;
 		child = LE64(el->l_recs[k].e_blkno);
-		if ((rc = path_step(fs, p, i, child, root->owner)) != 0)
+		if ((rc = path_step(fs, p, i, child, root->owner, xr->eb_type)) != 0)
 			return rc;
 		el = p->el[i];
 	}
@@ -873,8 +905,8 @@ grow(void **p, unsigned *cap, unsigned want, size_t size)
 }
 
 static int
-tree_collect(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
-    struct xcollect *c)
+tree_collect(struct fsd *fs, uint64_t owner, enum blk_type type,
+    const struct ocfs2_extent_list *el, struct xcollect *c)
 {
 	unsigned depth = LE16(el->l_tree_depth), i, n = LE16(el->l_next_free_rec);
 	const struct ocfs2_extent_list *cel;
@@ -892,7 +924,7 @@ tree_collect(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 		if ((rc = grow((void **)&c->blocks, &c->cblocks, c->nblocks + 1,
 		    sizeof(*c->blocks))) != 0)
 			return rc;
-		rc = block_read_owned(fs, LE64(el->l_recs[i].e_blkno), BLK_EXTENT, owner, &b);
+		rc = block_read_owned(fs, LE64(el->l_recs[i].e_blkno), type, owner, &b);
 		if (rc != 0)
 			return rc;
 		c->blocks[c->nblocks++] = b;
@@ -901,7 +933,7 @@ tree_collect(struct fsd *fs, uint64_t owner, const struct ocfs2_extent_list *el,
 			fsd_corrupt(fs, b->blkno, "extent block at the wrong depth");
 			return -EIO;
 		}
-		if ((rc = tree_collect(fs, owner, cel, c)) != 0)
+		if ((rc = tree_collect(fs, owner, type, cel, c)) != 0)
 			return rc;
 	}
 	return 0;
@@ -946,7 +978,7 @@ tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, un
 		return -ENOMEM;
 	for (i = 0, from = 0; i < k; i++, from += take) {
 		take = n / k + (i < n % k);
-		if ((rc = new_extent_block(h, ib->owner, 0, &b)) != 0)
+		if ((rc = new_extent_block(h, ib->owner, xr.eb_type, 0, &b)) != 0)
 			goto out;
 		leaf_store(&((struct ocfs2_extent_block *)b->data)->h_list, recs + from, take);
 		journal_dirty(h, b);
@@ -977,7 +1009,7 @@ tree_build(struct fsd_handle *h, struct fsd_buf *ib, const struct xrec *recs, un
 		}
 		for (i = 0, from = 0; i < k; i++, from += take) {
 			take = nn / k + (i < nn % k);
-			if ((rc = new_extent_block(h, ib->owner, depth, &b)) != 0)
+			if ((rc = new_extent_block(h, ib->owner, xr.eb_type, depth, &b)) != 0)
 				goto out;
 			el = &((struct ocfs2_extent_block *)b->data)->h_list;
 			for (j = 0; j < take; j++) {
@@ -1011,6 +1043,34 @@ out:
 	return rc;
 }
 
+static void
+xcollect_release(struct fsd *fs, struct xcollect *c)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nblocks; i++)
+		block_put(fs, c->blocks[i]);
+	free(c->blocks);
+	free(c->recs);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The tree's blocks, collected in c, give way to a new tree of recs[0..n). */
+static int
+tree_replace(struct fsd_handle *h, struct fsd_buf *ib, const struct xcollect *c,
+    const struct xrec *recs, unsigned n)
+{
+	unsigned i;
+	int rc;
+
+	if ((rc = journal_access(h, ib)) != 0 || (rc = tree_build(h, ib, recs, n)) != 0)
+		return rc;
+	journal_dirty(h, ib);
+	for (i = 0; i < c->nblocks && rc == 0; i++)
+		rc = free_extent_block(h, c->blocks[i]);
+	return rc;
+}
+
 /* The edit e over the whole tree: collected, edited, built anew. */
 static int
 tree_rebuild(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *e)
@@ -1019,33 +1079,87 @@ tree_rebuild(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *e)
 	struct xroot xr;
 	struct xcollect c;
 	struct xrec *out = NULL;
-	unsigned i;
 	int rc, m;
 
 	memset(&c, 0, sizeof(c));
 	xroot_of(ib, &xr);
-	if ((rc = tree_collect(fs, ib->owner, xr.el, &c)) != 0)
+	if ((rc = tree_collect(fs, ib->owner, xr.eb_type, xr.el, &c)) != 0)
 		goto out;
 	if ((out = calloc(c.nrecs + 2, sizeof(*out))) == NULL) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if ((m = xedit_apply(e, fs->bpc, c.recs, c.nrecs, out)) < 0) {
+	if ((m = xedit_apply(e, fs->bpc, xr.merge, c.recs, c.nrecs, out)) < 0) {
 		rc = m;
 		goto out;
 	}
-	if ((rc = journal_access(h, ib)) != 0 || (rc = tree_build(h, ib, out, (unsigned)m)) != 0)
-		goto out;
-	journal_dirty(h, ib);
-	for (i = 0; i < c.nblocks && rc == 0; i++)
-		rc = free_extent_block(h, c.blocks[i]);
+	rc = tree_replace(h, ib, &c, out, (unsigned)m);
 out:
-	for (i = 0; i < c.nblocks; i++)
-		block_put(fs, c.blocks[i]);
-	free(c.blocks);
-	free(c.recs);
+	xcollect_release(fs, &c);
 	free(out);
 	return rc;
+}
+
+int
+extent_records(struct fsd *fs, struct fsd_buf *root, struct xrec **recs, unsigned *n)
+{
+	struct xroot xr;
+	struct xcollect c;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	xroot_of(root, &xr);
+	if ((rc = tree_collect(fs, root->owner, xr.eb_type, xr.el, &c)) == 0) {
+		*recs = c.recs;
+		*n = c.nrecs;
+		c.recs = NULL;
+	}
+	xcollect_release(fs, &c);
+	return rc;
+}
+
+int
+extent_replace(struct fsd_handle *h, struct fsd_buf *root, const struct xrec *recs, unsigned n)
+{
+	struct xroot xr;
+	struct xcollect c;
+	int rc;
+
+	memset(&c, 0, sizeof(c));
+	xroot_of(root, &xr);
+	if ((rc = tree_collect(h->fs, root->owner, xr.eb_type, xr.el, &c)) == 0)
+		rc = tree_replace(h, root, &c, recs, n);
+	xcollect_release(h->fs, &c);
+	return rc;
+}
+
+int
+extent_find(struct fsd *fs, struct fsd_buf *root, uint32_t cpos, struct xrec *r, uint64_t *end)
+{
+	unsigned idx[EXTENT_MAX_DEPTH], k, n;
+	const struct ocfs2_extent_list *leaf;
+	struct xroot xr;
+	struct xpath p;
+	int rc;
+
+	xroot_of(root, &xr);
+	if ((rc = leaf_path(fs, root, &xr, cpos, &p, idx, end)) != 0)
+		return rc;
+	leaf = p.el[p.depth];
+	n = LE16(leaf->l_next_free_rec);
+	if (n == 0) {
+		path_put(fs, &p);
+		return -ENOENT;
+	}
+	/* as at the levels above: the last record starting at or before cpos, else the first */
+	for (k = 0; k + 1 < n && LE32(leaf->l_recs[k + 1].e_cpos) <= cpos; k++)
+		;
+	if (k + 1 < n)
+		*end = LE32(leaf->l_recs[k + 1].e_cpos);
+	*r = (struct xrec){ LE32(leaf->l_recs[k].e_cpos), rec_clusters(leaf, &leaf->l_recs[k]),
+	    LE64(leaf->l_recs[k].e_blkno), leaf->l_recs[k].e_flags };
+	path_put(fs, &p);
+	return 0;
 }
 
 /* Apply e, leaf by leaf along the range. */
@@ -1064,7 +1178,7 @@ tree_edit(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *whole)
 
 	xroot_of(ib, &xr);
 	while (e.len > 0 && rc == 0) {
-		if ((rc = leaf_path(fs, ib, xr.el, e.cpos, &p, idx, &end)) != 0)
+		if ((rc = leaf_path(fs, ib, &xr, e.cpos, &p, idx, &end)) != 0)
 			break;
 		piece = e;
 		if ((uint64_t)e.cpos + e.len > end)
@@ -1077,7 +1191,7 @@ tree_edit(struct fsd_handle *h, struct fsd_buf *ib, const struct xedit *whole)
 			goto next;
 		}
 		n = leaf_records(leaf, in);
-		if ((m = xedit_apply(&piece, fs->bpc, in, n, out)) < 0) {
+		if ((m = xedit_apply(&piece, fs->bpc, xr.merge, in, n, out)) < 0) {
 			rc = m;
 			goto next;
 		}
@@ -1118,6 +1232,21 @@ extent_insert(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t 
 	xroot_of(ib, &xr);
 	xroot_add_clusters(&xr, len);
 	journal_dirty(h, ib);
+	return 0;
+}
+
+int
+extent_remove(struct fsd_handle *h, struct fsd_buf *root, uint32_t cpos, uint32_t len)
+{
+	struct xedit e = { XEDIT_REMOVE, cpos, len, 0, 0 };
+	struct xroot xr;
+	int rc;
+
+	if ((rc = journal_access(h, root)) != 0 || (rc = tree_edit(h, root, &e)) != 0)
+		return rc;
+	xroot_of(root, &xr);
+	xroot_add_clusters(&xr, -(int64_t)len);
+	journal_dirty(h, root);
 	return 0;
 }
 

@@ -74,6 +74,8 @@
  *   ops_dir.c    FUSE handlers reading directories
  *   ops_file.c   FUSE handlers on open files
  *   ops_xattr.c  FUSE handlers on extended attributes
+ *   ops_reflink.c FSD_IOC_REFLINK: a new file sharing an open one's clusters,
+ *                built in the orphan dir and named in one transaction
  *   main.c       options and wiring
  *
  * Nothing here assumes one node: all per-node state hangs off the slot
@@ -109,6 +111,8 @@ enum blk_type {
 	BLK_DX_LEAF,	/* directory index leaf */
 	BLK_XATTR,	/* xattr block: its header or its bucket tree's root */
 	BLK_REFCOUNT,	/* refcount block: a tree's root or leaf */
+	BLK_REFCOUNT_EXTENT,	/* extent block of a refcount tree: its leaf records
+				   point at refcount blocks */
 	BLK_QUOTA,	/* block of a global quota file: its check in the last 8 bytes */
 	BLK_NTYPES
 };
@@ -140,8 +144,9 @@ struct fsd_buf {
  */
 struct fsd;
 typedef int (*blk_dir_check_fn)(const uint8_t *p, size_t len, char *why, size_t whylen);
+/* leaf_blocks: the leaf records name one block each (a refcount tree's leaves) */
 typedef int (*blk_extent_check_fn)(struct fsd *fs, const struct ocfs2_extent_list *el,
-	    unsigned capacity, char *why, size_t whylen);
+	    unsigned capacity, int leaf_blocks, char *why, size_t whylen);
 /* The block types of indexed directories (BLK_DXDIR, BLK_DX_ROOT, BLK_DX_LEAF). */
 typedef int (*blk_dx_check_fn)(struct fsd *fs, enum blk_type type, uint64_t blkno,
 	    const uint8_t *p, char *why, size_t whylen);
@@ -726,6 +731,12 @@ struct fsd_extent {
 	int		unwritten;	/* reads as zeros */
 	int		refcounted;	/* shared through the inode's refcount tree */
 };
+/* A leaf extent record in memory (pblk: its first block). */
+struct xrec {
+	uint32_t	 cpos, len;
+	uint64_t	 pblk;
+	uint8_t		 flags;
+};
 /*
  * Map logical block lblk through the extent list el (in an inode, or any
  * other root) to a physical run. owner names the root for messages.
@@ -775,6 +786,25 @@ int	 extent_punch(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint3
  */
 int	 extent_remap(struct fsd_handle *h, struct fsd_buf *ib, uint32_t cpos, uint32_t len,
 	    uint64_t pblk, uint8_t flags);
+/*
+ * Any tree's root (an inode, a directory index root, a refcount tree's
+ * root, whose leaf records point at its leaf blocks): every leaf record
+ * in order (*recs malloc'ed); the record whose span holds cpos, the last
+ * starting at or before it, else the first, with *end where the next
+ * starts (2^32: none; -ENOENT: no record at all).
+ */
+int	 extent_records(struct fsd *fs, struct fsd_buf *root, struct xrec **recs, unsigned *n);
+int	 extent_find(struct fsd *fs, struct fsd_buf *root, uint32_t cpos, struct xrec *r,
+	    uint64_t *end);
+/*
+ * Inside a handle: the whole tree replaced by recs[0..n) (new extent
+ * blocks, the old ones freed); the mapped records of [cpos, cpos+len)
+ * taken out of the tree (nothing freed but emptied extent blocks), its
+ * cluster count lowered by len.
+ */
+int	 extent_replace(struct fsd_handle *h, struct fsd_buf *root, const struct xrec *recs,
+	    unsigned n);
+int	 extent_remove(struct fsd_handle *h, struct fsd_buf *root, uint32_t cpos, uint32_t len);
 
 /* refcount.c: refcount trees (doc/refcount.md), inside a handle; ib an inode's buffer */
 /*
@@ -1050,6 +1080,13 @@ int	 journal_stop(struct fsd_handle *h, int abort);
  * handle open, everything but that handle's changes.
  */
 int	 journal_commit(struct fsd *fs);
+/*
+ * A test-only crash point: while the file the environment variable env
+ * names exists, commit what is done, create NAME.<blkno>, log what
+ * waits and wait to be killed. Nothing else reaches such windows
+ * reliably (doc/append-dio.md, doc/refcount.md).
+ */
+void	 journal_test_pause(struct fsd *fs, const char *env, uint64_t blkno, const char *what);
 /* Transactions committed since the mount (0 when read-only). */
 uint64_t journal_commits(struct fsd *fs);
 /* Commit, then write committed blocks home and free the log. */
@@ -1366,6 +1403,19 @@ int	 acl_chmod_inode(struct fsd *fs, struct fsd_inode *ip, unsigned mode);
 /* orphan.c */
 /* Inside a handle: put an inode whose last link went into our orphan dir. */
 int	 orphan_add(struct fsd_handle *h, struct fsd_buf *ib);
+/*
+ * Inside a handle: a new inode with no link, made in our orphan dir (the
+ * kernel's ocfs2_create_inode_in_orphan): a crash before it gets a name
+ * leaves an orphan that recovery deletes. *ib referenced.
+ */
+int	 orphan_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid,
+	    struct fsd_buf **ib);
+/*
+ * Inside a handle, with ib locked EX: such an inode leaves our orphan
+ * dir with one link, for the name the caller adds in the same handle
+ * (ocfs2_mv_orphaned_inode_to_new). -ESTALE if it is not one of ours.
+ */
+int	 orphan_adopt(struct fsd_handle *h, struct fsd_buf *ib);
 /* Delete an orphaned inode nobody uses any more (own handles): 1 deleted,
  * 0 left (still linked, or open on some node), or -errno. */
 int	 orphan_wipe(struct fsd *fs, uint64_t blkno);

@@ -31,6 +31,7 @@
  * hmtx, then mtx.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -881,4 +882,22 @@ journal_shutdown(struct fsd *fs)
 		rc = write_jsb(j, 0, j->next_seq);
 	pthread_mutex_unlock(&j->mtx);
 	return rc;
+}
+
+void
+journal_test_pause(struct fsd *fs, const char *env, uint64_t blkno, const char *what)
+{
+	const char *path = getenv(env);
+	char paused[4096];
+	int fd;
+
+	if (path == NULL || *path == '\0' || access(path, F_OK) != 0)
+		return;
+	journal_commit(fs);
+	snprintf(paused, sizeof(paused), "%s.%llu", path, (unsigned long long)blkno);
+	if ((fd = open(paused, O_WRONLY | O_CREAT, 0644)) >= 0)
+		close(fd);
+	log_warnx("%s: inode %llu: %s", env, (unsigned long long)blkno, what);
+	for (;;)
+		pause();
 }

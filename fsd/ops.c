@@ -103,6 +103,7 @@ const struct fuse_lowlevel_ops fsd_ops = {
 	.fallocate	= fsd_fallocate,
 	.lseek		= fsd_lseek,
 	.copy_file_range = fsd_copy_file_range,
+	.ioctl		= fsd_ioctl,
 	.setattr	= fsd_setattr,
 	.mknod		= fsd_mknod,
 	.mkdir		= fsd_mkdir,

@@ -23,6 +23,10 @@ fsd_caller(fuse_req_t req)
 	quota_set_caller(fuse_req_ctx(req)->uid);
 }
 
+/* ops_reflink.c: FSD_IOC_REFLINK, a new file sharing an open one's clusters */
+void	fsd_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned cmd, void *arg, struct fuse_file_info *fi,
+	    unsigned flags, const void *in_buf, size_t in_bufsz, size_t out_bufsz);
+
 /* ops_inode.c */
 void	fsd_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void	fsd_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);

@@ -40,6 +40,14 @@ ft_of(unsigned mode)
 	return OCFS2_FT_UNKNOWN;
 }
 
+/* An orphan (unlinked, in a slot's orphan dir) that still waits for its deletion? */
+static int
+is_orphan(struct fsd *fs, const struct ocfs2_dinode *di)
+{
+	return (LE32(di->i_flags) & OCFS2_ORPHANED_FL) && LE16(di->i_links_count) == 0 &&
+	    LE16(di->i_orphaned_slot) < fs->vol.max_slots;
+}
+
 static int
 orphan_dir_get(struct fsd *fs, int slot, struct fsd_inode **op, struct fsd_buf **ob)
 {
@@ -87,6 +95,66 @@ orphan_add(struct fsd_handle *h, struct fsd_buf *ib)
 	journal_dirty(h, ib);
 	journal_dirty(h, ob);
 out:
+	orphan_dir_put(h, op, ob);
+	return rc;
+}
+
+int
+orphan_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid,
+    struct fsd_buf **ibp)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di;
+	struct fsd_inode *op;
+	struct fsd_buf *ob, *ib;
+	char name[17];
+	int rc;
+
+	/* the orphan dir before the allocator inode_create takes (ops_namei.c's order) */
+	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+		return rc;
+	if ((rc = inode_create(h, mode, uid, gid, 0, &ib)) != 0)
+		goto out;
+	di = (struct ocfs2_dinode *)ib->data;
+	snprintf(name, sizeof(name), "%016" PRIx64, ib->blkno);
+	if ((rc = journal_access(h, ob)) != 0 ||
+	    (rc = dir_add(h, ob, name, 16, ib->blkno, ft_of(mode))) != 0) {
+		block_put(fs, ib);
+		goto out;
+	}
+	di->i_links_count = 0;
+	di->i_flags = htole32(LE32(di->i_flags) | OCFS2_ORPHANED_FL);
+	di->i_orphaned_slot = htole16((uint16_t)fs->slot);
+	journal_dirty(h, ib);
+	journal_dirty(h, ob);
+	*ibp = ib;
+out:
+	orphan_dir_put(h, op, ob);
+	return rc;
+}
+
+int
+orphan_adopt(struct fsd_handle *h, struct fsd_buf *ib)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
+	struct fsd_inode *op;
+	struct fsd_buf *ob;
+	char name[17];
+	int rc;
+
+	if (!is_orphan(fs, di) || LE16(di->i_orphaned_slot) != fs->slot ||
+	    S_ISDIR(LE16(di->i_mode)))
+		return -ESTALE;
+	snprintf(name, sizeof(name), "%016" PRIx64, ib->blkno);
+	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+		return rc;
+	if ((rc = journal_access(h, ib)) == 0 && (rc = dir_remove(h, ob, name, 16)) == 0) {
+		di->i_links_count = htole16(1);
+		di->i_flags = htole32(LE32(di->i_flags) & ~OCFS2_ORPHANED_FL);
+		di->i_orphaned_slot = 0;
+		journal_dirty(h, ib);
+	}
 	orphan_dir_put(h, op, ob);
 	return rc;
 }
@@ -155,14 +223,6 @@ orphan_dio_del(struct fsd_handle *h, struct fsd_buf *ib, int slot)
 out:
 	orphan_dir_put(h, op, ob);
 	return rc;
-}
-
-/* An orphan (unlinked, in a slot's orphan dir) that still waits for its deletion? */
-static int
-is_orphan(struct fsd *fs, const struct ocfs2_dinode *di)
-{
-	return (LE32(di->i_flags) & OCFS2_ORPHANED_FL) && LE16(di->i_links_count) == 0 &&
-	    LE16(di->i_orphaned_slot) < fs->vol.max_slots;
 }
 
 /* Is the inode an orphan, read under META PR? Its slot, kind and generation with it. */

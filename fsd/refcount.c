@@ -5,16 +5,17 @@
  * point at it (rf_count) and holds the records itself until they
  * outgrow it. Then, as fs/ocfs2/refcounttree.c's
  * ocfs2_expand_inline_ref_root, the records move into leaf blocks and
- * the root keeps an extent list with one record per leaf (e_cpos the low
- * 32 bits of the leaf's first cluster, the first leaf's 0; one "cluster"
- * each, rf_clusters their number). Every refcount block comes from the
- * slot's extent allocator.
+ * the root's list becomes an extent tree of any depth listing the leaves
+ * (e_cpos the low 32 bits of where a leaf's span starts, the first
+ * leaf's 0; one "cluster" each, rf_clusters their number), grown and
+ * searched by extent.c's code. Every refcount block and every extent
+ * block of the tree comes from the slot's extent allocator.
  *
  * A change is one edit of the sorted records over a range of physical
- * clusters: made inside the leaf whose span holds the range when the
- * result fits there, and otherwise by laying all the records out again
- * in new leaves (new blocks first, the old ones freed after), as
- * extent.c rebuilds extent trees. All of it under the tree's 'T' cluster
+ * clusters, leaf by leaf along it: a leaf changes in place while its
+ * records fit, splits in two when they outgrow it, and leaves the tree
+ * when it has none left (ocfs2_new_leaf_refcount_block,
+ * ocfs2_remove_refcount_extent). All of it under the tree's 'T' cluster
  * lock, EX until the handle ends.
  */
 #include <errno.h>
@@ -226,16 +227,22 @@ rpush(struct rrec *out, unsigned *m, uint64_t cpos, uint64_t len, uint32_t count
 /* Runs whose count reached zero, to free: at most room of them (the truncate log's). */
 struct zeroed {
 	struct rrec	*runs;
-	unsigned	 n, room;
+	unsigned	 n, cap, room;
 };
 
-/* Room for cap runs in z, emptied. */
+/* Room in z for extra more runs. */
 static int
-zeroed_room(struct zeroed *z, unsigned cap)
+zeroed_reserve(struct zeroed *z, unsigned extra)
 {
-	free(z->runs);
-	z->n = 0;
-	return (z->runs = calloc(cap, sizeof(*z->runs))) == NULL ? -ENOMEM : 0;
+	struct rrec *nr;
+
+	if (z->n + extra <= z->cap)
+		return 0;
+	if ((nr = realloc(z->runs, (size_t)(z->n + extra) * sizeof(*nr))) == NULL)
+		return -ENOMEM;
+	z->runs = nr;
+	z->cap = z->n + extra;
+	return 0;
 }
 
 /*
@@ -291,14 +298,22 @@ rapply(const struct rrec *in, unsigned n, uint64_t a, uint64_t len, int delta, s
 
 /* ---- the tree's leaves ---------------------------------------------------- */
 
-/* Leaf i of a tree root: read and checked to belong to it. */
+/*
+ * A tree root's rf_list is an ordinary extent tree (extent.c) of any
+ * depth, its interior blocks extent blocks from the extent allocator
+ * (ocfs2_refcount_tree_et): each leaf record names one refcount leaf,
+ * e_cpos the low 32 bits of where the leaf's span starts, and a leaf
+ * holds the records of its span, from its e_cpos (the first leaf's is 0)
+ * up to the next leaf's.
+ */
+
+/* The leaf at blkno of the tree at root, read and checked to belong to it. */
 static int
-leaf_read(struct fsd *fs, struct fsd_buf *root, unsigned i, struct fsd_buf **bp)
+leaf_read(struct fsd *fs, struct fsd_buf *root, uint64_t blkno, struct fsd_buf **bp)
 {
-	const struct ocfs2_extent_rec *er = &rb_of(root)->rf_list.l_recs[i];
 	int rc;
 
-	if ((rc = block_read_owned(fs, LE64(er->e_blkno), BLK_REFCOUNT, root->blkno, bp)) != 0)
+	if ((rc = block_read_owned(fs, blkno, BLK_REFCOUNT, root->blkno, bp)) != 0)
 		return rc;
 	if (!(LE32(rb_of(*bp)->rf_flags) & OCFS2_REFCOUNT_LEAF_FL) ||
 	    LE64(rb_of(*bp)->rf_parent) != root->blkno) {
@@ -310,211 +325,253 @@ leaf_read(struct fsd *fs, struct fsd_buf *root, unsigned i, struct fsd_buf **bp)
 }
 
 /*
- * Which leaf's span holds cpos: the last record starting at or before it
- * (the first leaf's starts at 0). *end: where its span ends.
+ * The leaf whose span holds physical cluster cpos, read (*bp), with its
+ * record in the root's tree (*ptr) and where its span ends (*end).
  */
 static int
-leaf_index(struct fsd *fs, struct fsd_buf *root, uint64_t cpos, unsigned *idx, uint64_t *end)
+leaf_find(struct fsd *fs, struct fsd_buf *root, uint64_t cpos, struct xrec *ptr, uint64_t *end,
+    struct fsd_buf **bp)
 {
-	const struct ocfs2_extent_list *el = &rb_of(root)->rf_list;
-	unsigned k, n = LE16(el->l_next_free_rec);
+	int rc;
 
-	if (n == 0) {
+	rc = extent_find(fs, root, (uint32_t)(cpos & OCFS2_32BIT_POS_MASK), ptr, end);
+	if (rc == -ENOENT) {
 		fsd_corrupt(fs, root->blkno, "refcount tree without leaves");
 		return -EIO;
 	}
-	if (LE16(el->l_tree_depth) != 0) {
-		/* the kernel grows the root's list into extent blocks past ~250 leaves */
-		log_warnx("block %llu: refcount tree of depth %u: fsd changes only trees "
-		    "whose root lists their leaves", (unsigned long long)root->blkno,
-		    LE16(el->l_tree_depth));
-		return -EOPNOTSUPP;
-	}
-	for (k = 0; k + 1 < n && LE32(el->l_recs[k + 1].e_cpos) <= (cpos & OCFS2_32BIT_POS_MASK);
-	    k++)
-		;
-	*idx = k;
-	*end = k + 1 < n ? LE32(el->l_recs[k + 1].e_cpos) : UINT64_MAX;
-	return 0;
+	if (rc != 0)
+		return rc;
+	if (*end > UINT32_MAX)
+		*end = UINT64_MAX;
+	return leaf_read(fs, root, ptr->pblk, bp);
 }
 
-/* Every record of the tree, in order, into *recs (malloc'ed). */
+/* A new leaf of the tree at root holding recs[0..n), its span from start. */
 static int
-collect(struct fsd *fs, struct fsd_buf *root, struct rrec **recs, unsigned *n)
+leaf_new(struct fsd_handle *h, struct fsd_buf *root, uint64_t start, const struct rrec *recs,
+    unsigned n, struct fsd_buf **bp)
 {
-	const struct ocfs2_extent_list *el = &rb_of(root)->rf_list;
-	unsigned i, nl, per = recs_per_block(fs);
-	struct fsd_buf *b;
-	uint64_t end;
 	int rc;
 
-	if (!is_tree(rb_of(root))) {
-		if ((*recs = calloc(per, sizeof(**recs))) == NULL)
-			return -ENOMEM;
-		*n = list_records(rb_of(root), *recs);
-		return 0;
-	}
-	if ((rc = leaf_index(fs, root, 0, &i, &end)) != 0)
+	if ((rc = new_block(h, root->blkno, LE32(rb_of(root)->rf_generation), bp)) != 0)
 		return rc;
-	nl = LE16(el->l_next_free_rec);
-	if ((*recs = calloc((size_t)nl * per, sizeof(**recs))) == NULL)
-		return -ENOMEM;
-	*n = 0;
-	for (i = 0; i < nl; i++) {
-		if ((rc = leaf_read(fs, root, i, &b)) != 0) {
-			free(*recs);
-			return rc;
-		}
-		*n += list_records(rb_of(b), *recs + *n);
-		block_put(fs, b);
-	}
+	list_store(h->fs, rb_of(*bp), recs, n);
+	rb_of(*bp)->rf_cpos = htole32((uint32_t)(start & OCFS2_32BIT_POS_MASK));
+	journal_dirty(h, *bp);
 	return 0;
 }
 
 /*
- * Lay recs[0..n) out anew: in the root when they fit, else in new leaves
- * filled to three quarters (room for splits without another rebuild);
- * the old leaves are freed after. root is accessed in h.
+ * The records outgrew the root (accessed in h): they move into new leaves
+ * filled to three quarters (room for splits later), and the root lists
+ * them (ocfs2_expand_inline_ref_root).
  */
 static int
-rebuild(struct fsd_handle *h, struct fsd_buf *root, const struct rrec *recs, unsigned n)
+root_expand(struct fsd_handle *h, struct fsd_buf *root, const struct rrec *recs, unsigned n)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_refcount_block *rb = rb_of(root);
-	unsigned per = recs_per_block(fs), fill = per - per / 4, maxleaves, k, i, from, take;
-	unsigned oldn = is_tree(rb) ? LE16(rb->rf_list.l_next_free_rec) : 0;
-	struct fsd_buf **old = NULL, **nb = NULL;
-	struct ocfs2_extent_rec *er;
+	unsigned per = recs_per_block(fs), fill = per - per / 4, k, i, from, take;
+	struct xrec *ptrs;
+	struct fsd_buf *b;
 	int rc = 0;
 
-	maxleaves = (unsigned)ocfs2_extent_recs_per_rb((int)fs->vol.block_bytes);
-	k = n <= per ? 0 : (n + fill - 1) / fill;
-	if (k > maxleaves) {
-		log_warnx("block %llu: refcount tree would need %u leaves, more than its root "
-		    "lists", (unsigned long long)root->blkno, k);
-		return -ENOSPC;
-	}
-	if ((old = calloc(oldn + 1, sizeof(*old))) == NULL ||
-	    (nb = calloc(k + 1, sizeof(*nb))) == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < oldn; i++)
-		if ((rc = leaf_read(fs, root, i, &old[i])) != 0)
-			goto out;
-	for (i = 0, from = 0; i < k; i++, from += take) {
+	k = (n + fill - 1) / fill;
+	if ((ptrs = calloc(k, sizeof(*ptrs))) == NULL)
+		return -ENOMEM;
+	for (i = 0, from = 0; i < k && rc == 0; i++, from += take) {
 		take = n / k + (i < n % k);
-		if ((rc = new_block(h, root->blkno, LE32(rb->rf_generation), &nb[i])) != 0)
-			goto out;
-		list_store(fs, rb_of(nb[i]), recs + from, take);
-		rb_of(nb[i])->rf_cpos = htole32(i == 0 ? 0 : (uint32_t)recs[from].cpos);
-		journal_dirty(h, nb[i]);
+		if ((rc = leaf_new(h, root, i == 0 ? 0 : recs[from].cpos, recs + from, take,
+		    &b)) == 0) {
+			ptrs[i] = (struct xrec){ LE32(rb_of(b)->rf_cpos), 1, b->blkno, 0 };
+			block_put(fs, b);
+		}
 	}
-	if (k == 0) {
-		rb->rf_flags = 0;
-		rb->rf_clusters = 0;
-		rb->rf_last_eb_blk = 0;
-		list_store(fs, rb, recs, n);
-	} else {
+	if (rc == 0) {
 		memset(&rb->rf_list, 0, fs->vol.block_bytes - offsetof(struct ocfs2_refcount_block,
 		    rf_list));
 		rb->rf_flags = htole32(OCFS2_REFCOUNT_TREE_FL);
-		rb->rf_clusters = htole32(k);
 		rb->rf_last_eb_blk = 0;
-		rb->rf_list.l_count = htole16((uint16_t)maxleaves);
-		rb->rf_list.l_next_free_rec = htole16((uint16_t)k);
-		for (i = 0; i < k; i++) {
-			er = &rb->rf_list.l_recs[i];
-			er->e_cpos = rb_of(nb[i])->rf_cpos;
-			er->e_leaf_clusters = htole16(1);
-			er->e_blkno = htole64(nb[i]->blkno);
-		}
+		rb->rf_clusters = htole32(k);
+		rb->rf_list.l_count = htole16((uint16_t)ocfs2_extent_recs_per_rb(
+		    (int)fs->vol.block_bytes));
+		rc = extent_replace(h, root, ptrs, k);
 	}
-	journal_dirty(h, root);
-	for (i = 0; i < oldn && rc == 0; i++)
-		rc = free_block(h, old[i]);
-out:
-	for (i = 0; old != NULL && i < oldn; i++)
-		if (old[i] != NULL)
-			block_put(fs, old[i]);
-	for (i = 0; nb != NULL && i < k; i++)
-		if (nb[i] != NULL)
-			block_put(fs, nb[i]);
-	free(old);
-	free(nb);
+	free(ptrs);
+	return rc;
+}
+
+/*
+ * A leaf's records outgrew it: the upper half moves into a new leaf that
+ * joins the root's tree (ocfs2_new_leaf_refcount_block). leaf is accessed in h.
+ */
+static int
+leaf_split(struct fsd_handle *h, struct fsd_buf *root, struct fsd_buf *leaf,
+    const struct rrec *recs, unsigned n)
+{
+	unsigned half = n / 2;
+	struct fsd_buf *b;
+	int rc;
+
+	if ((rc = leaf_new(h, root, recs[half].cpos, recs + half, n - half, &b)) != 0)
+		return rc;
+	list_store(h->fs, rb_of(leaf), recs, half);
+	journal_dirty(h, leaf);
+	rc = extent_insert(h, root, LE32(rb_of(b)->rf_cpos), 1, b->blkno, 0);
+	block_put(h->fs, b);
+	return rc;
+}
+
+/*
+ * A leaf lost its last record: it leaves the tree and is freed
+ * (ocfs2_remove_refcount_extent). The next leaf's span then starts at 0
+ * when it becomes the first; with no leaf left the root holds records
+ * again, none yet.
+ */
+static int
+leaf_drop(struct fsd_handle *h, struct fsd_buf *root, struct fsd_buf *leaf,
+    const struct xrec *ptr)
+{
+	struct fsd *fs = h->fs;
+	struct ocfs2_refcount_block *rb = rb_of(root);
+	struct fsd_buf *next;
+	struct xrec first;
+	uint64_t end;
+	int rc;
+
+	if ((rc = free_block(h, leaf)) != 0 || (rc = extent_remove(h, root, ptr->cpos, 1)) != 0)
+		return rc;
+	if (LE32(rb->rf_clusters) == 0) {
+		rb->rf_flags = 0;
+		rb->rf_last_eb_blk = 0;
+		list_store(fs, rb, NULL, 0);
+		journal_dirty(h, root);
+		return 0;
+	}
+	if (ptr->cpos != 0)
+		return 0;
+	if ((rc = leaf_find(fs, root, 0, &first, &end, &next)) != 0)
+		return rc;
+	if ((rc = extent_remove(h, root, first.cpos, 1)) == 0 &&
+	    (rc = extent_insert(h, root, 0, 1, first.pblk, 0)) == 0 &&
+	    (rc = journal_access(h, next)) == 0) {
+		rb_of(next)->rf_cpos = 0;
+		journal_dirty(h, next);
+	}
+	block_put(fs, next);
+	return rc;
+}
+
+/*
+ * Add delta to the counts of [cpos, cpos+len) in a tree, leaf by leaf
+ * along the range; dry: only gather the runs reaching zero into z.
+ */
+static int
+leaves_change(struct fsd_handle *h, struct fsd_buf *root, uint64_t cpos, uint64_t len, int delta,
+    struct zeroed *z, int dry)
+{
+	struct fsd *fs = h->fs;
+	unsigned n, per = recs_per_block(fs);
+	struct rrec *in = NULL, *out = NULL;
+	struct fsd_buf *leaf;
+	uint64_t end, piece;
+	struct xrec ptr;
+	int m, rc = 0;
+
+	if ((in = calloc(per, sizeof(*in))) == NULL ||
+	    (out = calloc(4 * per + 4, sizeof(*out))) == NULL) {
+		free(in);
+		return -ENOMEM;
+	}
+	while (len > 0 && rc == 0) {
+		if ((rc = leaf_find(fs, root, cpos, &ptr, &end, &leaf)) != 0)
+			break;
+		piece = cpos + len <= end ? len : end - cpos;
+		n = list_records(rb_of(leaf), in);
+		if (z != NULL && (rc = zeroed_reserve(z, n + 1)) != 0)
+			goto next;
+		if ((m = rapply(in, n, cpos, piece, delta, out, z)) < 0) {
+			rc = m;
+			goto next;
+		}
+		if (dry)
+			goto next;
+		if (m == 0)
+			rc = leaf_drop(h, root, leaf, &ptr);
+		else if ((rc = journal_access(h, leaf)) != 0)
+			goto next;
+		else if ((unsigned)m <= per) {
+			list_store(fs, rb_of(leaf), out, (unsigned)m);
+			journal_dirty(h, leaf);
+		} else
+			rc = leaf_split(h, root, leaf, out, (unsigned)m);
+next:
+		block_put(fs, leaf);
+		cpos += piece;
+		len -= piece;
+	}
+	free(in);
+	free(out);
 	return rc;
 }
 
 /*
  * Add delta to the counts of physical clusters [cpos, cpos+len) of the
  * tree at root (locked, accessed in h). z: where the runs that reached
- * zero go (or NULL).
+ * zero go (or NULL); more of them than z->room: -EAGAIN, nothing changed.
  */
 static int
 tree_change(struct fsd_handle *h, struct fsd_buf *root, uint64_t cpos, uint64_t len, int delta,
     struct zeroed *z)
 {
 	struct fsd *fs = h->fs;
-	struct fsd_buf *leaf = NULL, *where = root;
+	unsigned n, per = recs_per_block(fs);
 	struct rrec *in = NULL, *out = NULL;
-	unsigned n, idx, per = recs_per_block(fs);
-	uint64_t end = UINT64_MAX;
 	char why[128];
 	int m, rc;
 
+	if (is_tree(rb_of(root))) {
+		if (z != NULL) {
+			/* all or nothing: count the runs a change would free first */
+			rc = leaves_change(h, root, cpos, len, delta, z, 1);
+			if (rc == 0 && z->n > z->room)
+				rc = -EAGAIN;
+			z->n = 0;
+			if (rc != 0)
+				goto done;
+		}
+		rc = leaves_change(h, root, cpos, len, delta, z, 0);
+		goto done;
+	}
 	if ((in = calloc(per, sizeof(*in))) == NULL ||
 	    (out = calloc(4 * per + 4, sizeof(*out))) == NULL ||
-	    (z != NULL && (rc = zeroed_room(z, 4 * per + 4)) != 0)) {
+	    (z != NULL && zeroed_reserve(z, per + 1) != 0)) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (is_tree(rb_of(root))) {
-		if ((rc = leaf_index(fs, root, cpos, &idx, &end)) != 0 ||
-		    (rc = leaf_read(fs, root, idx, &leaf)) != 0)
-			goto out;
-		where = leaf;
+	n = list_records(rb_of(root), in);
+	if ((m = rapply(in, n, cpos, len, delta, out, z)) < 0) {
+		rc = m;
+		goto done;
 	}
-	n = list_records(rb_of(where), in);
-	if (cpos + len <= end) {
-		/* the whole range lies in this block's span: edit it in place if it fits */
-		m = rapply(in, n, cpos, len, delta, out, z);
-		if (m < 0)
-			goto missing;
-		if (z != NULL && z->n > z->room) {
-			rc = -EAGAIN;
-			goto out;
-		}
-		if ((unsigned)m <= per && (m > 0 || where == root)) {
-			if ((rc = journal_access(h, where)) != 0)
-				goto out;
-			list_store(fs, rb_of(where), out, (unsigned)m);
-			journal_dirty(h, where);
-			rc = 0;
-			goto out;
-		}
-	}
-	free(in);
-	free(out);
-	in = out = NULL;
-	if ((rc = collect(fs, root, &in, &n)) != 0)
+	if (z != NULL && z->n > z->room)
+		rc = -EAGAIN;
+	else if ((rc = journal_access(h, root)) != 0)
 		goto out;
-	if ((out = calloc(4 * (size_t)n + 4, sizeof(*out))) == NULL ||
-	    (z != NULL && zeroed_room(z, 4 * n + 4) != 0)) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if ((m = rapply(in, n, cpos, len, delta, out, z)) < 0)
-		goto missing;
-	rc = z != NULL && z->n > z->room ? -EAGAIN : rebuild(h, root, out, (unsigned)m);
+	else if ((unsigned)m <= per) {
+		list_store(fs, rb_of(root), out, (unsigned)m);
+		journal_dirty(h, root);
+	} else
+		rc = root_expand(h, root, out, (unsigned)m);
 	goto out;
-missing:
-	snprintf(why, sizeof(why), "refcount tree has no record for shared clusters %llu..%llu",
-	    (unsigned long long)cpos, (unsigned long long)(cpos + len - 1));
-	fsd_corrupt(fs, root->blkno, why);
-	rc = -EIO;
+done:
+	if (rc == -ENOENT) {
+		snprintf(why, sizeof(why), "refcount tree has no record for shared clusters "
+		    "%llu..%llu", (unsigned long long)cpos, (unsigned long long)(cpos + len - 1));
+		fsd_corrupt(fs, root->blkno, why);
+		rc = -EIO;
+	}
 out:
-	if (leaf != NULL)
-		block_put(fs, leaf);
 	free(in);
 	free(out);
 	return rc;
@@ -530,15 +587,15 @@ refcount_lookup(struct fsd_handle *h, struct fsd_buf *ib, uint64_t cpos, uint32_
 	struct fsd_buf *root, *leaf = NULL, *where;
 	const struct ocfs2_refcount_rec *r;
 	uint64_t end = UINT64_MAX, rs, re;
-	unsigned i, idx, n;
+	struct xrec ptr;
+	unsigned i, n;
 	int rc;
 
 	if ((rc = inode_root(h, ib, &root)) != 0)
 		return rc;
 	where = root;
 	if (is_tree(rb_of(root))) {
-		if ((rc = leaf_index(fs, root, cpos, &idx, &end)) != 0 ||
-		    (rc = leaf_read(fs, root, idx, &leaf)) != 0)
+		if ((rc = leaf_find(fs, root, cpos, &ptr, &end, &leaf)) != 0)
 			goto out;
 		where = leaf;
 	}
@@ -586,7 +643,7 @@ refcount_decrease(struct fsd_handle *h, struct fsd_buf *ib, uint64_t cpos, uint3
     int free_at_zero)
 {
 	struct fsd *fs = h->fs;
-	struct zeroed z = { NULL, 0, 0 };
+	struct zeroed z = { NULL, 0, 0, 0 };
 	struct fsd_buf *root;
 	unsigned i;
 	int rc, room;
@@ -661,14 +718,33 @@ refcount_join(struct fsd_handle *h, struct fsd_buf *dst, const struct fsd_buf *s
 	return rc;
 }
 
+/* Free every leaf of the tree at root and the extent blocks listing them. */
+static int
+free_leaves(struct fsd_handle *h, struct fsd_buf *root)
+{
+	struct xrec *ptrs = NULL;
+	struct fsd_buf *leaf;
+	unsigned i, n;
+	int rc;
+
+	if ((rc = extent_records(h->fs, root, &ptrs, &n)) != 0)
+		return rc;
+	for (i = 0; i < n && rc == 0; i++) {
+		if ((rc = leaf_read(h->fs, root, ptrs[i].pblk, &leaf)) == 0) {
+			rc = free_block(h, leaf);
+			block_put(h->fs, leaf);
+		}
+	}
+	free(ptrs);
+	return rc != 0 ? rc : extent_replace(h, root, NULL, 0);
+}
+
 int
 refcount_leave(struct fsd_handle *h, struct fsd_buf *ib)
 {
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
-	struct fsd *fs = h->fs;
 	struct ocfs2_refcount_block *rb;
-	struct fsd_buf *root, *leaf;
-	unsigned i, n;
+	struct fsd_buf *root;
 	int rc;
 
 	if (!(LE16(di->i_dyn_features) & OCFS2_HAS_REFCOUNT_FL))
@@ -682,16 +758,14 @@ refcount_leave(struct fsd_handle *h, struct fsd_buf *ib)
 	journal_dirty(h, root);
 	/* ocfs2_remove_refcount_tree: the last inode takes the tree with it */
 	if (rb->rf_count == 0) {
-		n = is_tree(rb) ? LE16(rb->rf_list.l_next_free_rec) : LE16(rb->rf_records.rl_used);
-		if (n != 0 && !is_tree(rb))
+		if (is_tree(rb))
+			log_warnx("block %llu: refcount tree freed with %u leaves left",
+			    (unsigned long long)root->blkno, LE32(rb->rf_clusters));
+		else if (LE16(rb->rf_records.rl_used) != 0)
 			log_warnx("block %llu: refcount tree freed with %u records left",
-			    (unsigned long long)root->blkno, n);
-		for (i = 0; is_tree(rb) && i < n && rc == 0; i++) {
-			if ((rc = leaf_read(fs, root, i, &leaf)) == 0) {
-				rc = free_block(h, leaf);
-				block_put(fs, leaf);
-			}
-		}
+			    (unsigned long long)root->blkno, LE16(rb->rf_records.rl_used));
+		if (is_tree(rb))
+			rc = free_leaves(h, root);
 		if (rc == 0)
 			rc = free_block(h, root);
 	}
@@ -699,6 +773,6 @@ refcount_leave(struct fsd_handle *h, struct fsd_buf *ib)
 	di->i_dyn_features = htole16(LE16(di->i_dyn_features) & ~OCFS2_HAS_REFCOUNT_FL);
 	journal_dirty(h, ib);
 out:
-	block_put(fs, root);
+	block_put(h->fs, root);
 	return rc;
 }

@@ -22,9 +22,20 @@
 # reads what the other wrote; the source never changes. fsck.ocfs2 -fn
 # judges every volume (counts, records, rf_count).
 #
+# o2ctl reflink is one transaction: fsd killed once the new file is
+# complete in the orphan dir but not yet named (FSD_TEST_REFLINK_PAUSE)
+# leaves no target; recovery deletes the orphan and the space comes back.
+#
+# A tree deeper than its root: a file written every other cluster (its
+# clusters apart on disk, one record each) reflinked, then copy-on-write
+# into both copies, checked against models, the root's list of leaves
+# grown into extent blocks; deleting both gives every cluster back.
+#
 # FSD_REFCOUNT_OPS (default 250) operations per model run, one per seed
 # of FSD_REFCOUNT_SEEDS (default 1), and FSD_REFCOUNT_ROUNDS (default 1)
-# crash rounds each; make soak runs more.
+# crash rounds each; the deep tree has FSD_REFCOUNT_TREE_RECORDS records
+# (default 4000) in FSD_REFCOUNT_TREE_BLOCK-byte blocks (default 1024:
+# 55 records a leaf, 55 leaves in the root); make soak runs more.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -75,6 +86,19 @@ check "... and leaves nothing" test ! -e "$MNT/dirlink"
 expect_error "reflink onto another volume is refused" "not on the same volume" \
     "$O2CTL" reflink "$MNT/A" "$D/elsewhere"
 check "... and leaves nothing" test ! -e "$D/elsewhere"
+# FSD_IOC_REFLINK naming a directory by a number that is no inode the kernel knows
+check "a reflink into a bogus directory number is refused (ENOENT)" python3 - "$MNT/A" <<'EOF'
+import errno, fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+cmd = (1 << 30) | (264 << 16) | (ord('o') << 8) | 0x40  # _IOW('o', 0x40, 264 bytes)
+try:
+    fcntl.ioctl(fd, cmd, struct.pack('<Q256s', 12345, b'x'))
+except OSError as e:
+    sys.exit(0 if e.errno == errno.ENOENT else "errno %d" % e.errno)
+sys.exit("accepted")
+EOF
+check "... and the volume still takes writes" touch "$MNT/after-bogus"
+rm -f "$MNT/after-bogus"
 
 # copy_file_range: aligned ranges share, an unaligned one copies
 python3 - "$MNT/A" "$MNT/C" "$MNT/D" $CS <<'EOF'
@@ -188,6 +212,124 @@ run_check "unmount" fsd_umount "$MNT"
 check "fsck clean after both went" fsck_clean "$IMG"
 run_check "remount" fsd_mount "$IMG" "$MNT"
 check_eq "every cluster is free again" "$FREE0" "$(free_blocks "$MNT")"
+run_check "unmount" fsd_umount "$MNT"
+
+echo "-- a crash inside o2ctl reflink"
+mount_paused() { FSD_TEST_REFLINK_PAUSE=$D/rpause fsd_mount "$@"; }
+run_check "mount (reflink crash point armed)" mount_paused "$IMG" "$MNT"
+head -c $((8 << 20)) /dev/urandom >"$D/k.data"
+cp "$D/k.data" "$MNT/K" && sync "$MNT/K"
+setfattr -n user.big -v "0x$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')" "$MNT/K"
+run_check "unmount" fsd_umount "$MNT"
+run_check "mount (armed again)" mount_paused "$IMG" "$MNT"
+FREEK=$(free_blocks "$MNT")
+touch "$D/rpause"
+"$O2CTL" reflink "$MNT/K" "$MNT/KR" >/dev/null 2>&1 &
+RL=$!
+paused() { compgen -G "$D/rpause.*" >/dev/null; }
+check "the reflink reaches the point before its name" wait_for 20 paused
+check "... and the target has no name yet" test ! -e "$MNT/KR"
+kill -9 "$FSD_PID"
+wait "$FSD_PID" 2>/dev/null
+wait "$RL"
+check "o2ctl reports the failure" test $? -ne 0
+umount -l "$MNT" 2>/dev/null
+ORPH=$(basename "$(ls "$D"/rpause.* | head -n 1)")
+ORPH=${ORPH#rpause.}
+# the journal's images of the new inode's block (older ones may be of
+# earlier inodes there), one a line: one is complete, an orphan without a link
+debugfs.ocfs2 -R 'logdump 0' "$IMG" 2>/dev/null | awk -v ino="$ORPH" '
+	$1 == "Inode:" { if (on) print img; on = $2 == ino; img = "" }
+	on && /Flags:|Links:/ { img = img " " $0 }
+	END { if (on) print img }' | tr -s ' \t' ' ' >"$D/orph"
+check "the journal holds the new inode, an orphan with all 2048 clusters" \
+    grep -q 'Flags: Valid Orphan Links: 0 Clusters: 2048' "$D/orph"
+rm -f "$D/rpause" "$D"/rpause.*
+run_check "mount after the kill (recovery)" fsd_mount "$IMG" "$MNT"
+check "recovery deleted the orphan" grep -q "orphan_dir:0000: 1 inodes deleted" "$MNT.log"
+check "no target after the crash" test ! -e "$MNT/KR"
+check "the source is intact" cmp "$MNT/K" "$D/k.data"
+run_check "unmount" fsd_umount "$MNT"
+check "fsck clean after the crash inside reflink" fsck_clean "$IMG"
+run_check "mount" fsd_mount "$IMG" "$MNT"
+check_eq "the orphan's space came back" "$FREEK" "$(free_blocks "$MNT")"
+rm "$MNT/K"
+run_check "unmount" fsd_umount "$MNT"
+
+echo "-- a tree deeper than its root"
+TREC=${FSD_REFCOUNT_TREE_RECORDS:-4000}
+TBS=${FSD_REFCOUNT_TREE_BLOCK:-1024}
+IMGT=$D/deep.img
+check "mkfs ($TBS-byte blocks)" mkfs_img_size "$IMGT" $((TREC * 2 * CS * 3 / 1048576 + 64))M \
+    -M local -b "$TBS" -C $CS
+# clusters of the extent allocator: it grows for the tree's blocks, and
+# ocfs2 never gives an allocator's groups back
+ealloc() { debugfs.ocfs2 -R "stat //extent_alloc:0000" "$1" 2>/dev/null | sed -n 's/.*Clusters: \([0-9]*\).*/\1/p'; }
+EA0=$(ealloc "$IMGT")
+run_check "mount" fsd_mount "$IMGT" "$MNT"
+sync "$MNT"
+FREET=$(free_blocks "$MNT")
+# X: written whole, then every other cluster punched: TREC clusters
+# apart on disk, which no record can merge
+python3 - "$MNT/X" "$TREC" $CS "$D/x.model" <<'EOF2'
+import ctypes, os, sys
+path, n, cs, model = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+m = bytearray(os.urandom((2 * n - 1) * cs))
+os.pwrite(fd, m, 0)
+os.fsync(fd)
+for i in range(1, 2 * n - 1, 2):
+    if libc.fallocate(fd, 3, i * cs, cs) != 0:  # PUNCH_HOLE | KEEP_SIZE
+        sys.exit("punch: " + os.strerror(ctypes.get_errno()))
+    m[i * cs:(i + 1) * cs] = bytes(cs)
+os.fsync(fd)
+open(model, 'wb').write(m)
+EOF2
+check "o2ctl reflink X Z ($TREC records)" "$O2CTL" reflink "$MNT/X" "$MNT/Z"
+check "Z has X's bytes" cmp "$MNT/Z" "$D/x.model"
+# cow FILE MODEL FIRST STEP: a byte into every STEP-th cluster from FIRST, in the file and its model
+cow() {
+	python3 - "$@" $CS <<'EOF2'
+import os, sys
+path, model, first, step, cs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+m = bytearray(open(model, 'rb').read())
+fd = os.open(path, os.O_WRONLY)
+for i in range(first, len(m) // cs, step):
+    os.pwrite(fd, b'\x5a', i * cs + 9)
+    m[i * cs + 9] = 0x5a
+os.fsync(fd)
+open(model, 'wb').write(m)
+EOF2
+}
+cp "$D/x.model" "$D/z.model"
+check "copy-on-write into every 4th cluster of Z" cow "$MNT/Z" "$D/z.model" 0 4
+check "... and every 8th of X, from the 2nd" cow "$MNT/X" "$D/x.model" 2 8
+check "X as its model" cmp "$MNT/X" "$D/x.model"
+check "Z as its model" cmp "$MNT/Z" "$D/z.model"
+run_check "unmount" fsd_umount "$MNT"
+TROOT=$(refcount_loc "$IMGT" /X)
+debugfs.ocfs2 -R "refcount <$TROOT>" "$IMGT" 2>/dev/null | head -8 >"$D/troot"
+TLAST=$(sed -n 's/.*Last Leaf block: \([0-9]*\).*/\1/p' "$D/troot")
+check "the root lists its leaves through extent blocks (last: ${TLAST:-none}, $(sed -n 's/.*Ref clusters: \([0-9]*\).*/\1/p' "$D/troot") leaves)" \
+    bash -c "[[ ${TLAST:-0} -gt 0 ]] && debugfs.ocfs2 -R 'extent <$TLAST>' '$IMGT' | grep -q 'Tree Depth: 0'"
+check "fsck clean with a deep tree" fsck_clean "$IMGT"
+run_check "remount" fsd_mount "$IMGT" "$MNT"
+check "X as its model after the remount" cmp "$MNT/X" "$D/x.model"
+check "Z as its model after the remount" cmp "$MNT/Z" "$D/z.model"
+rm "$MNT/X"
+run_check "unmount with X deleted" fsd_umount "$MNT"
+check "fsck clean with Z alone" fsck_clean "$IMGT"
+run_check "remount" fsd_mount "$IMGT" "$MNT"
+check "Z intact after X went" cmp "$MNT/Z" "$D/z.model"
+rm "$MNT/Z"
+run_check "unmount with both deleted" fsd_umount "$MNT"
+check "fsck clean after both went" fsck_clean "$IMGT"
+EGROW=$(($(ealloc "$IMGT") - EA0))
+run_check "remount" fsd_mount "$IMGT" "$MNT"
+check_eq "every cluster and block is free again (but the extent allocator's $EGROW new clusters)" \
+    "$((FREET - EGROW * CS / $(stat -f -c %S "$MNT")))" "$(free_blocks "$MNT")"
 run_check "unmount" fsd_umount "$MNT"
 
 echo "-- more freed runs at once than the truncate log holds"

@@ -5,8 +5,8 @@
  * records, a count taken from a cluster without one is refused as
  * corruption, the root's records move into leaves once they outgrow it
  * and back when none is left, a tree needing more leaves than the
- * root lists is refused (ENOSPC) without a change, and the emptied tree
- * leaves fsck.ocfs2 -fn clean.
+ * root lists grows levels of extent blocks and loses them again, and the
+ * emptied tree leaves fsck.ocfs2 -fn clean.
  */
 #include <criterion/criterion.h>
 
@@ -23,6 +23,13 @@ static void
 make_refcount_volume(void)
 {
 	make_volume_of("64M", 512, "--fs-features=sparse,unwritten,refcount -J size=4M");
+}
+
+/* Room for 20000 clusters of records past cluster 9000. */
+static void
+make_big_refcount_volume(void)
+{
+	make_volume_of("256M", 512, "--fs-features=sparse,unwritten,refcount -J size=4M");
 }
 
 static struct fsd fs;
@@ -138,13 +145,13 @@ Test(fsd_refcount, records_split_merge_and_grow_leaves, .init = make_refcount_vo
 		cr_assert_eq(count_at(base + i, &run), i % 2 ? 1 : 2, "cluster %u", i);
 		cr_assert_eq(run, 1);
 	}
-	/* a range across leaves: one change, the tree laid out again */
+	/* a range across leaves: one change, leaf by leaf */
 	cr_assert_eq(change(base + 10, 60, 1), 0);
 	for (i = 0; i < 100; i++)
 		cr_assert_eq(count_at(base + i, NULL), (i % 2 ? 1 : 2) + (i >= 10 && i < 70),
 		    "cluster %u", i);
 	cr_assert_eq(change(base + 10, 60, -1), 0);
-	/* taken back: one count again, then none; an emptied leaf sends all back to the root */
+	/* taken back: one count again, then none; with no leaf left the root holds records */
 	for (i = 0; i < 100; i += 2)
 		cr_assert_eq(change(base + i, 1, -1), 0, "cluster %u", i);
 	for (i = 0; i < 100; i++)
@@ -157,28 +164,42 @@ Test(fsd_refcount, records_split_merge_and_grow_leaves, .init = make_refcount_vo
 	cr_assert(fsck_clean());
 }
 
-Test(fsd_refcount, a_tree_past_the_roots_list_is_refused, .init = make_refcount_volume,
-    .fini = remove_volume, .timeout = 120)
+Test(fsd_refcount, a_tree_past_the_roots_list_grows_extent_blocks,
+    .init = make_big_refcount_volume, .fini = remove_volume, .timeout = 300)
 {
+	const unsigned n = 20000;
 	uint64_t base = 9000;
-	unsigned i, made = 0;
-	int rc = 0;
+	unsigned i, depth;
 
 	mount_with_file();
-	cr_assert_eq(change(base, 2000, 1), 0);
-	/* 23 leaves of at most 23 records: alternating counts run out of room */
-	for (i = 0; i < 2000 && rc == 0; i += 2)
-		if ((rc = change(base + i, 1, 1)) == 0)
-			made++;
-	cr_assert_eq(rc, -ENOSPC, "%d after %u splits", rc, made);
-	cr_assert_gt(made, 200);
-	/* the refused change left nothing behind */
-	cr_assert_eq(count_at(base + 2 * made, NULL), 1);
-	cr_assert_eq(count_at(base + 2 * made - 2, NULL), 2);
-	for (i = 0; i < made; i++)
-		cr_assert_eq(change(base + 2 * i, 1, -1), 0);
-	cr_assert_eq(change(base, 2000, -1), 0);
+	cr_assert_eq(change(base, n, 1), 0);
+	/*
+	 * alternating counts: 20000 records in leaves of 23, listed by
+	 * extent blocks of 28 records: more than the root's 23, so two levels
+	 */
+	for (i = 0; i < n; i += 2)
+		cr_assert_eq(change(base + i, 1, 1), 0, "cluster %u", i);
+	depth = le16toh(root().rf_list.l_tree_depth);
+	cr_assert_eq(depth, 2, "the root's list grew two levels, not %u", depth);
+	cr_assert_neq(le64toh(root().rf_last_eb_blk), 0);
+	cr_assert_gt(le32toh(root().rf_clusters), 23 * 28);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(count_at(base + i, NULL), i % 2 ? 1 : 2, "cluster %u", i);
+	/* a range across many leaves, up and back down */
+	cr_assert_eq(change(base + 101, 15000, 1), 0);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(count_at(base + i, NULL), (i % 2 ? 1 : 2) + (i >= 101 && i < 15101),
+		    "cluster %u", i);
+	cr_assert_eq(change(base + 101, 15000, -1), 0);
+	/* taken back from the first cluster on: leaves go, the first one's span from 0 */
+	for (i = 0; i < n; i += 2)
+		cr_assert_eq(change(base + i, 1, -1), 0, "cluster %u", i);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(count_at(base + i, NULL), 1, "cluster %u", i);
+	cr_assert_eq(change(base, n, -1), 0);
+	cr_assert_eq(le32toh(root().rf_flags) & OCFS2_REFCOUNT_TREE_FL, 0u, "no leaf is left");
 	cr_assert_eq(le16toh(root().rf_records.rl_used), 0);
+	cr_assert_eq(fs.errors, 0);
 	unmount();
 	cr_assert(fsck_clean());
 }
