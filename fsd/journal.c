@@ -59,6 +59,18 @@ struct jcp {
 
 #define JCP_HASH	1024
 
+/*
+ * The last transaction that changed a block of one owner, kept until the
+ * next full checkpoint makes it home (journal_write_home).
+ */
+struct jstamp {
+	uint64_t	 owner;
+	uint64_t	 txn;
+	struct jstamp	*next;
+};
+
+#define JST_HASH	1024
+
 struct jextent {
 	uint32_t	lblk;
 	uint32_t	count;
@@ -84,6 +96,13 @@ struct fsd_journal {
 	struct jcp	*cp[JCP_HASH];
 	unsigned	 ncp;
 	int		 failed;	/* a log write failed: no more commits */
+	/*
+	 * Transactions by number, which unlike next_seq never wraps: txn is
+	 * the running one's, every one below home_txn is home and out of the
+	 * log, anon_txn last changed a block of no known owner.
+	 */
+	uint64_t	 txn, home_txn, anon_txn;
+	struct jstamp	*st[JST_HASH];
 };
 
 /* ---- the format (pure) ------------------------------------------------ */
@@ -276,6 +295,8 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 	j->inode = fs->slots[slot].journal;
 	pthread_mutex_init(&j->hmtx, NULL);
 	pthread_mutex_init(&j->mtx, NULL);
+	/* 0 stamps what never changed */
+	j->txn = j->home_txn = 1;
 	if ((rc = block_read(fs, j->inode, BLK_INODE, &b)) != 0) {
 		snprintf(err, errlen, "journal:%04d is unreadable", slot);
 		goto fail;
@@ -324,6 +345,76 @@ fail:
 	return -1;
 }
 
+static unsigned
+st_hash(uint64_t owner)
+{
+	return (unsigned)((owner * 0x9E3779B97F4A7C15ULL) >> 32) & (JST_HASH - 1);
+}
+
+/* b goes into the running transaction: its owner's stamp, or the ownerless one. */
+static void
+stamp_block(struct fsd_journal *j, const struct fsd_buf *b)
+{
+	struct jstamp *s, **head;
+
+	if (b->owner == 0 || b->owner_unsure) {
+		j->anon_txn = j->txn;
+		return;
+	}
+	head = &j->st[st_hash(b->owner)];
+	for (s = *head; s != NULL && s->owner != b->owner; s = s->next)
+		;
+	if (s == NULL) {
+		s = xcalloc(1, sizeof(*s));
+		s->owner = b->owner;
+		s->next = *head;
+		*head = s;
+	}
+	s->txn = j->txn;
+}
+
+static uint64_t
+owner_txn(const struct fsd_journal *j, uint64_t owner)
+{
+	const struct jstamp *s;
+
+	for (s = j->st[st_hash(owner)]; s != NULL; s = s->next)
+		if (s->owner == owner)
+			return s->txn;
+	return 0;
+}
+
+/* Forget the stamps of transactions numbered below `below`. */
+static void
+stamps_drop(struct fsd_journal *j, uint64_t below)
+{
+	struct jstamp *s, **pp;
+	unsigned i;
+
+	for (i = 0; i < JST_HASH; i++) {
+		for (pp = &j->st[i]; (s = *pp) != NULL;) {
+			if (s->txn >= below) {
+				pp = &s->next;
+				continue;
+			}
+			*pp = s->next;
+			free(s);
+		}
+	}
+}
+
+/*
+ * Everything committed is home: only the stamps of the running
+ * transaction (or of one being committed, when a full log is
+ * checkpointed in its commit) still matter.
+ */
+static void
+stamps_home(struct fsd_journal *j)
+{
+	j->home_txn = j->txn;
+	stamps_drop(j, j->home_txn);
+}
+
 static void
 cp_release_all(struct fsd_journal *j)
 {
@@ -354,6 +445,7 @@ journal_close(struct fsd_journal *j)
 		block_put(j->fs, j->run[i]);
 	}
 	cp_release_all(j);
+	stamps_drop(j, UINT64_MAX);
 	free(j->run);
 	free(j->ext);
 	pthread_mutex_destroy(&j->mtx);
@@ -562,6 +654,8 @@ journal_dirty(struct fsd_handle *h, struct fsd_buf *b)
 	struct fsd_journal *j = h->fs->journal;
 
 	pthread_mutex_lock(&j->mtx);
+	h->dirtied = 1;
+	stamp_block(j, b);
 	if (!b->jrun) {
 		if (j->nrun == j->run_cap) {
 			j->run_cap = j->run_cap ? 2 * j->run_cap : 64;
@@ -603,7 +697,16 @@ journal_stop(struct fsd_handle *h, int abort)
 		log_warnx("quota usage of a change could not be recorded: %s", strerror(-rc));
 	quota_discard(h);
 	pthread_mutex_lock(&j->mtx);
+	/*
+	 * Stamped again with the transaction the handle's last changes are
+	 * in: a commit while it was open logged its blocks as they were
+	 * before it. Its locks too: what it changed is theirs.
+	 */
+	for (i = 0; h->dirtied && i < h->nlocks; i++)
+		h->locks[i]->jtxn = j->txn;
 	for (i = 0; i < h->nundo; i++) {
+		if (h->undo[i].b->jrun)
+			stamp_block(j, h->undo[i].b);
 		if (abort)
 			memcpy(h->undo[i].b->data, h->undo[i].copy, h->fs->vol.block_bytes);
 		free(h->undo[i].copy);
@@ -667,8 +770,10 @@ checkpoint_locked(struct fsd_journal *j)
 	unsigned i, n = 0;
 	int rc = 0;
 
-	if (j->ncp == 0 && j->used == 0)
+	if (j->ncp == 0 && j->used == 0) {
+		stamps_home(j);
 		return 0;
+	}
 	all = xcalloc(j->ncp ? j->ncp : 1, sizeof(*all));
 	for (i = 0; i < JCP_HASH; i++)
 		for (c = j->cp[i]; c != NULL; c = c->hnext)
@@ -687,9 +792,12 @@ checkpoint_locked(struct fsd_journal *j)
 	cp_release_all(j);
 	/* Everything is home: the log is empty from the head on. */
 	j->used = 0;
-	if ((rc = write_jsb(j, j->head, j->next_seq)) != 0)
+	if ((rc = write_jsb(j, j->head, j->next_seq)) != 0) {
 		j->failed = 1;
-	return rc;
+		return rc;
+	}
+	stamps_home(j);
+	return 0;
 }
 
 /* b's committed contents are data (what was logged, not b->data). */
@@ -758,6 +866,7 @@ log_txn(struct fsd_journal *j, const struct jbd2_block *blist, unsigned n)
 	j->head = (j->head - j->ji.first + need) % logsize + j->ji.first;
 	j->used += need;
 	j->next_seq++;
+	j->txn++;
 	j->commits++;
 	return 0;
 }
@@ -861,6 +970,34 @@ journal_checkpoint(struct fsd *fs)
 	if (rc == 0)
 		rc = checkpoint_locked(fs->journal);
 	pthread_mutex_unlock(&fs->journal->mtx);
+	return rc;
+}
+
+int
+journal_write_home(struct fsd *fs, struct fsd_lockres *lr)
+{
+	struct fsd_journal *j = fs->journal;
+	uint64_t last;
+	int rc = 0;
+
+	if (j == NULL)
+		return 0;
+	pthread_mutex_lock(&j->mtx);
+	last = lr->jtxn;
+	if (lr->owner != 0 && owner_txn(j, lr->owner) > last)
+		last = owner_txn(j, lr->owner);
+	/* a block of unknown owner may be this lock's */
+	if (j->anon_txn > last)
+		last = j->anon_txn;
+	if (last >= j->home_txn) {
+		log_debug("lock %s: leaving EX: transaction %llu is %s", lr->name,
+		    (unsigned long long)last, last >= j->txn ? "running" : "not home");
+		if (last >= j->txn)
+			rc = commit_locked(j);
+		if (rc == 0)
+			rc = checkpoint_locked(j);
+	}
+	pthread_mutex_unlock(&j->mtx);
 	return rc;
 }
 
