@@ -83,6 +83,7 @@ struct fsd_journal {
 	struct jbd2_info ji;
 	struct jextent	*ext;
 	unsigned	 next;
+	uint8_t		*jsb;		/* its superblock as last written, O_DIRECT aligned */
 	pthread_mutex_t	 hmtx;		/* the open handle's, start to stop */
 	pthread_mutex_t	 mtx;		/* everything below */
 	struct fsd_handle *open;	/* the open handle, if any */
@@ -285,7 +286,6 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 	struct fsd_extent ex;
 	struct fsd_buf *b;
 	uint64_t nblocks, lb;
-	uint8_t *sb;
 	char why[128];
 	int rc;
 
@@ -323,15 +323,13 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 		j->next++;
 	}
 	block_put(fs, b);
-	if ((sb = volume_alloc(fs->vol.block_bytes)) == NULL)
+	if ((j->jsb = volume_alloc(fs->vol.block_bytes)) == NULL)
 		fatal("out of memory");
-	if (journal_io(j, 0, 0, 1, sb) != 0) {
+	if (journal_io(j, 0, 0, 1, j->jsb) != 0) {
 		snprintf(err, errlen, "journal:%04d: cannot read its superblock", slot);
-		free(sb);
 		goto fail;
 	}
-	rc = jbd2_parse_super(sb, fs->vol.block_bytes, &j->ji, why, sizeof(why));
-	free(sb);
+	rc = jbd2_parse_super(j->jsb, fs->vol.block_bytes, &j->ji, why, sizeof(why));
 	if (rc != 0 || j->ji.maxlen > nblocks) {
 		snprintf(err, errlen, "journal:%04d: %s", slot,
 		    rc ? why : "longer than its file");
@@ -448,28 +446,27 @@ journal_close(struct fsd_journal *j)
 	stamps_drop(j, UINT64_MAX);
 	free(j->run);
 	free(j->ext);
+	free(j->jsb);
 	pthread_mutex_destroy(&j->mtx);
 	pthread_mutex_destroy(&j->hmtx);
 	free(j);
 }
 
-/* Rewrite the journal superblock with s_start/s_sequence, synchronously. */
+/*
+ * Rewrite the journal superblock with s_start/s_sequence, synchronously,
+ * from the copy read at open: nothing else in it changes while the slot
+ * is ours, so it is not read again before every write.
+ */
 static int
 write_jsb(struct fsd_journal *j, uint32_t start, uint32_t seq)
 {
-	uint8_t *sb;
 	int rc;
 
-	if ((sb = volume_alloc(j->fs->vol.block_bytes)) == NULL)
-		return -ENOMEM;
-	if ((rc = journal_io(j, 0, 0, 1, sb)) == 0) {
-		j->ji.start = start;
-		j->ji.sequence = seq;
-		jbd2_write_super(sb, &j->ji);
-		if ((rc = journal_io(j, 1, 0, 1, sb)) == 0 && fdatasync(j->fs->vol.fd) == -1)
-			rc = -errno;
-	}
-	free(sb);
+	j->ji.start = start;
+	j->ji.sequence = seq;
+	jbd2_write_super(j->jsb, &j->ji);
+	if ((rc = journal_io(j, 1, 0, 1, j->jsb)) == 0 && fdatasync(j->fs->vol.fd) == -1)
+		rc = -errno;
 	return rc;
 }
 
