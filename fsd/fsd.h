@@ -29,7 +29,8 @@
  *                truncate log and slot, then its orphans
  *   flock.c      flock(2) across nodes
  *   plock.c      fcntl(2) byte-range locks across nodes
- *   journal.c    JBD2 writer: handles (all or nothing), commit, checkpoint
+ *   journal.c    JBD2 writer: handles (all or nothing), commit, checkpoint;
+ *                what a lock leaving EX must write home (doc/lock-handoff.md)
  *   replay.c     JBD2 replay of a slot's journal
  *   slot.c       the slot map
  *   super.c      mount/unmount: superblock, features, system inodes, the

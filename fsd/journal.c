@@ -16,6 +16,12 @@
  * transaction: a downconvert in between would checkpoint them
  * half-changed for another node to read.
  *
+ * A lock leaving EX makes home what changed under it, and nothing more
+ * (journal_write_home, doc/lock-handoff.md): each lock, each block owner
+ * and blocks of no known owner carry the number of the last transaction
+ * that changed them; the handoff commits and checkpoints only when that
+ * transaction is not home yet.
+ *
  * Ordered mode: file data is written in place before the commit that
  * points at it; the fdatasync at the start of every commit makes it
  * durable first.
