@@ -11,7 +11,11 @@
 #    and checks it, strictly alternately (told through a pipe); us per
 #    handoff (a write and the other node's read are two handoffs of the
 #    block) against the DLM EX ping-pong between the same two nodes
-#    (bench/dlmd's, domain "bench", in the same round);
+#    (bench/dlmd's, domain "bench", in the same round); and the same
+#    handoffs of a file node1 keeps open for writing but only reads,
+#    while it creates a file of its own each round (its lock leaves EX
+#    with nothing under it changed, other changes pending:
+#    doc/lock-handoff.md);
 #  - recovery: node3 creates a file, writes and fsyncs it, writes more
 #    and keeps it open; `localcluster kill 3`; node1 appends to that
 #    file, tried every 10 ms until it succeeds: ms from the crash (as the
@@ -158,8 +162,11 @@ if part pingpong; then
 	for ((r = 0; r < ROUNDS; r++)); do
 		f=$("$CLIENT" pingpong "${M[1]}/pingpong" "${M[2]}/pingpong" $PP_ROUNDS) ||
 		    die "fsd ping-pong failed: $f"
+		mkdir "${M[1]}/busy$r" || die "mkdir busy$r"
+		g=$("$CLIENT" pingpong "${M[1]}/pingpong" "${M[2]}/pingpong" $PP_ROUNDS \
+		    "${M[1]}/busy$r") || die "fsd ping-pong of reads failed: $g"
 		d=$(dlm_pingpong "$DLMCLIENT" "$GRANTS" -1 -1) || die "DLM ping-pong failed"
-		echo "$f $d" >>"$W/pp"
+		echo "$f $g $d" >>"$W/pp"
 	done
 	for k in 1 2; do kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null; unset 'PIDS[-1]'; done
 fi
@@ -265,13 +272,16 @@ if part meta; then
 fi
 if part pingpong; then
 	echo "ping-pong: node1 pwrites 4 KiB, node2 preads it, $PP_ROUNDS rounds (2 handoffs each);" \
-	    "DLM EX ping-pong node1<->node2, $GRANTS grants per client (bench/dlmd)"
+	    "then node1 creates a file of its own and preads the 4 KiB (the file open for writing)," \
+	    "node2 preads them; DLM EX ping-pong node1<->node2, $GRANTS grants per client (bench/dlmd)"
 	awk "$AWK_MED"'
-	{ f[NR] = $1; d[NR] = $2; q[NR] = $1 / $2 }
+	{ f[NR] = $1; g[NR] = $2; d[NR] = $3; q[NR] = $1 / $3; qg[NR] = $2 / $3 }
 	END {
 		printf "  %-36s %9s %9s %9s %9s\n", "per handoff", "us", "min", "max", "x DLM EX"
 		m = med(f, NR)
 		printf "  %-36s %9.1f %9.1f %9.1f %9.2f\n", "fsd write -> other node read", m, f[1], f[NR], med(q, NR)
+		m = med(g, NR)
+		printf "  %-36s %9.1f %9.1f %9.1f %9.2f\n", "fsd read, busy node -> other read", m, g[1], g[NR], med(qg, NR)
 		m = med(d, NR)
 		printf "  %-36s %9.1f %9.1f %9.1f %9.2f\n", "DLM EX ping-pong", m, d[1], d[NR], 1
 	}' "$W/pp"
