@@ -220,6 +220,8 @@ def writer(w, r, seed, state):
         model = pending
         pending = None
         n += 1
+        if n == 3:
+            print("ready", flush=True)	# the kill may come from now on
     with open(state, "w") as f:
         json.dump({"seen": model, "pending": pending, "changes": n}, f)
     print("%d changes seen before the writer died" % n, flush=True)
@@ -265,7 +267,8 @@ for ((i = 1; i <= KILLS; i++)); do
 	timeout 120 python3 "$DRIVER" writer "${M[2]}" "${M[1]}" "$((SEED + i))" "$FSD_DIR/state" \
 	    >"$FSD_DIR/writer.out" 2>&1 &
 	BG+=($!)
-	sleep "$(awk -v r=$((RANDOM % 1500)) 'BEGIN { printf "%.3f", 0.5 + r / 1000 }')"
+	wait_for 60 grep -q '^ready' "$FSD_DIR/writer.out"
+	sleep "$(awk -v r=$((RANDOM % 1500)) 'BEGIN { printf "%.3f", r / 1000 }')"
 	lc kill 2 >/dev/null
 	wait "${BG[-1]}"
 	rc=$?
