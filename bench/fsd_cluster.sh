@@ -26,10 +26,12 @@
 # rounds, RECOVERIES kills for the recovery time; the load average before
 # and after is printed, for a shared machine.
 #   bench/fsd_cluster.sh [--rounds N] [--recoveries N] [--files N] [--shared-files N]
-#                        [--parts LIST] [--lc-dir DIR] [--port PORT]
+#                        [--parts LIST] [--mount-opts OPTS] [--lc-dir DIR] [--port PORT]
 #   (defaults 7, 3, 1000, 100, "meta pingpong recovery"; a private state
 #   directory and a random port). --parts runs only the parts named, as
-#   --parts pingpong when comparing two builds' lock handoffs.
+#   --parts pingpong when comparing two builds' lock handoffs; --mount-opts
+#   mounts fsd with -o OPTS (noatime: the ping-pong's reads no longer
+#   update the file's atime, each an EX handoff of its own under relatime).
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 source "$TOP/tests/lib.sh"
@@ -43,11 +45,12 @@ GRANTS=1000		# per DLM ping-pong client
 IVL=200			# heartbeat interval, ms
 THR=10			# dead threshold
 PARTS="meta pingpong recovery"
+MOUNT_OPTS=
 LCDIR=/tmp/ocfs2-bench-fsd-cluster-$$
 PORT=$((20000 + RANDOM % 20000))
 usage() {
 	echo "usage: bench/fsd_cluster.sh [--rounds N] [--recoveries N] [--files N]" \
-	    "[--shared-files N] [--parts LIST] [--lc-dir DIR] [--port PORT]" >&2
+	    "[--shared-files N] [--parts LIST] [--mount-opts OPTS] [--lc-dir DIR] [--port PORT]" >&2
 	exit 2
 }
 while [[ $# -gt 0 ]]; do
@@ -58,6 +61,7 @@ while [[ $# -gt 0 ]]; do
 	--files) FILES=$2 ;;
 	--shared-files) SHARED_FILES=$2 ;;
 	--parts) PARTS=$2 ;;
+	--mount-opts) MOUNT_OPTS=$2 ;;
 	--lc-dir) LCDIR=$2 ;;
 	--port) PORT=$2 ;;
 	*) usage ;;
@@ -103,7 +107,7 @@ bg() {
 }
 
 M=()
-mnt() { M[$1]=$(lc mount "$1") || die "node$1 did not mount: $(lc log "$1" fsd | tail -n 5)"; }
+mnt() { M[$1]=$(lc mount "$1" ${MOUNT_OPTS:+-o "$MOUNT_OPTS"}) || die "node$1 did not mount: $(lc log "$1" fsd | tail -n 5)"; }
 
 lc up 3 --hb-interval-ms $IVL --dead-threshold $THR >/dev/null || die "the cluster did not start"
 for k in 1 2 3; do mnt $k; done
@@ -250,7 +254,7 @@ function med(a, n,   i, j, t) {
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }'
 
-echo "fsd on a three-node local cluster (one image, heartbeat $IVL ms, dead threshold $THR);" \
+echo "fsd on a three-node local cluster (one image, heartbeat $IVL ms, dead threshold $THR${MOUNT_OPTS:+, mounted -o $MOUNT_OPTS});" \
     "$(nproc) CPUs, clients and daemons unpinned; medians (and range) of $ROUNDS rounds;" \
     "load average $LOAD0 before, $(cut -d" " -f1-3 /proc/loadavg) after"
 if part meta; then
