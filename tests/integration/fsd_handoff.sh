@@ -9,7 +9,9 @@
 # checking after each change, and node2 is killed (SIGKILL, every daemon)
 # at a random point: after node1 recovers it, node1 must see everything
 # it had seen, plus at most the change node2 was making. Twice, node2
-# coming back in between. fsck.ocfs2 finds the volume clean at the end.
+# coming back in between, once a survivor has recovered its slot: it
+# reads that slot's local alloc and truncate log as the recovery left
+# them. fsck.ocfs2 finds the volume clean at the end.
 #   FSD_HANDOFF_TURNS   turns of the first part (default 60)
 #   FSD_HANDOFF_KILLS   kills of node2 (default 2)
 source "$(dirname "$0")/../lib.sh"
@@ -248,6 +250,9 @@ elif cmd == "writer":
 else:
     check(sys.argv[2], sys.argv[3])
 EOF
+# recovered K: how many slots node K's fsd has recovered (its log says so)
+recovered() { grep -c 'slot [0-9]* recovered (' "$LOCALCLUSTER_DIR/node$1/log/fsd.log"; }
+recovered_since() { (($(recovered 1) > $1 || $(recovered 3) > $2)); }
 SEED=${FSD_HANDOFF_SEED:-$RANDOM}
 echo "-- seed $SEED (FSD_HANDOFF_SEED)"
 
@@ -269,6 +274,8 @@ for ((i = 1; i <= KILLS; i++)); do
 	BG+=($!)
 	wait_for 60 grep -q '^ready' "$FSD_DIR/writer.out"
 	sleep "$(awk -v r=$((RANDOM % 1500)) 'BEGIN { printf "%.3f", r / 1000 }')"
+	seen1=$(recovered 1)
+	seen3=$(recovered 3)
 	lc kill 2 >/dev/null
 	wait "${BG[-1]}"
 	rc=$?
@@ -277,6 +284,9 @@ for ((i = 1; i <= KILLS; i++)); do
 	((rc == 0)) || sed 's/^/       | /' "$FSD_DIR/writer.out"
 	check "kill $i: node1 sees all it had seen of node2's changes" \
 	    python3 "$DRIVER" check "${M[1]}" "$FSD_DIR/state"
+	# node2 comes back to the slot a survivor recovered: it reads that
+	# slot's local alloc and truncate log as the recovery left them
+	check "kill $i: a survivor recovered node2's slot" wait_for 30 recovered_since "$seen1" "$seen3"
 	lc umount 2 >/dev/null 2>&1
 	lc start 2 >/dev/null
 	run_check "kill $i: node2 mounts again" node_mount 2
