@@ -980,6 +980,7 @@ int
 journal_write_home(struct fsd *fs, struct fsd_lockres *lr)
 {
 	struct fsd_journal *j = fs->journal;
+	const char *why;
 	uint64_t last;
 	int rc = 0;
 
@@ -987,14 +988,19 @@ journal_write_home(struct fsd *fs, struct fsd_lockres *lr)
 		return 0;
 	pthread_mutex_lock(&j->mtx);
 	last = lr->jtxn;
-	if (lr->owner != 0 && owner_txn(j, lr->owner) > last)
+	why = "the lock's handles";
+	if (lr->owner != 0 && owner_txn(j, lr->owner) > last) {
 		last = owner_txn(j, lr->owner);
+		why = "its blocks";
+	}
 	/* a block of unknown owner may be this lock's */
-	if (j->anon_txn > last)
+	if (j->anon_txn > last) {
 		last = j->anon_txn;
+		why = "a block of no known owner";
+	}
 	if (last >= j->home_txn) {
-		log_debug("lock %s: leaving EX: transaction %llu is %s", lr->name,
-		    (unsigned long long)last, last >= j->txn ? "running" : "not home");
+		log_debug("lock %s: leaving EX: transaction %llu (%s) is %s", lr->name,
+		    (unsigned long long)last, why, last >= j->txn ? "running" : "not home");
 		if (last >= j->txn)
 			rc = commit_locked(j);
 		if (rc == 0)
