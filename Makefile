@@ -218,6 +218,7 @@ bench: all $(BENCH_BINS)
 # fsd_dxdir.sh with more kills and its speed figure; then fsd_bigdir.sh
 # with SOAK_BIGDIR_NAMES names in one directory (three nodes); then
 # fsd_stress.sh (three nodes) with more seeds and operations, apart and in one directory; then
+# fsd_handoff.sh with more turns between two nodes and more kills of the writer; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
@@ -245,6 +246,8 @@ SOAK_STRESS_SHARED_OPS ?= 5000
 SOAK_FAULT_ROUNDS ?= 40
 SOAK_FAULT_SEED	 ?=
 SOAK_HBD_LOAD_SECONDS ?= 180
+SOAK_HANDOFF_TURNS ?= 600
+SOAK_HANDOFF_KILLS ?= 10
 SOAK_ALLOC_WORKERS ?= 11
 SOAK_ALLOC_SECONDS ?= 60
 
@@ -286,6 +289,9 @@ soak: all
 	    FSD_STRESS_SHARED_SEEDS="$(SOAK_STRESS_SHARED_SEEDS)" \
 	    FSD_STRESS_SHARED_OPS=$(SOAK_STRESS_SHARED_OPS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_stress.sh || rc=1; \
+	echo "== fsd_handoff: $(SOAK_HANDOFF_TURNS) turns, $(SOAK_HANDOFF_KILLS) kills of the writer"; \
+	FSD_HANDOFF_TURNS=$(SOAK_HANDOFF_TURNS) FSD_HANDOFF_KILLS=$(SOAK_HANDOFF_KILLS) \
+	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_handoff.sh || rc=1; \
 	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
 	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \

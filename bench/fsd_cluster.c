@@ -9,12 +9,17 @@
  *	FILES empty files DIR/PREFIX.N (open O_CREAT|O_EXCL, close), then
  *	stat each, then unlink each: 3 * FILES operations. Prints
  *	"SECONDS OPS", the time from START_US to the last unlink
- *   fsd_cluster pingpong FILE_A FILE_B ROUNDS
+ *   fsd_cluster pingpong FILE_A FILE_B ROUNDS [BUSY_DIR]
  *	the same file through two nodes' mounts: A (this process) pwrites
  *	4 KiB at offset 0, then B (a child) preads it and checks it, then
  *	A writes again... each step strictly after the previous one, told
  *	through a pipe. Prints the mean us per handoff (a write followed
- *	by the other node's read is two handoffs of the block)
+ *	by the other node's read is two handoffs of the block). With
+ *	BUSY_DIR, A writes the file once, then each round creates a file
+ *	in BUSY_DIR (a change of its own, under other locks) and preads
+ *	the file, which it keeps open for writing (so its read takes the
+ *	file's lock EX): the file's lock changes hands as often, with
+ *	nothing of it changed
  *   fsd_cluster hold FILE
  *	create FILE, write 4 KiB and fsync (so that the file outlives a
  *	crash), write 4 KiB more (not fsync'ed), print "ready" and keep
@@ -127,9 +132,12 @@ hear(int fd)
 	return c;
 }
 
-/* B: read each round's block once A says it is written; 'k' or 'x' back. */
+/*
+ * B: read each round's block once A says it is written (round 0's in
+ * every round when same is set); 'k' or 'x' back.
+ */
 static void
-reader(const char *file, int rounds, int from_a, int to_a)
+reader(const char *file, int rounds, int same, int from_a, int to_a)
 {
 	uint8_t want[BLOCK], got[BLOCK];
 	int fd, i;
@@ -140,7 +148,7 @@ reader(const char *file, int rounds, int from_a, int to_a)
 	for (i = 0; i < rounds; i++) {
 		if (hear(from_a) != 'w')
 			_exit(1);
-		fill(want, i);
+		fill(want, same ? 0 : i);
 		if (pread(fd, got, BLOCK, 0) != BLOCK) {
 			log_warn("pread %s", file);
 			tell(to_a, 'x');
@@ -157,8 +165,26 @@ reader(const char *file, int rounds, int from_a, int to_a)
 	_exit(0);
 }
 
+/* A's step of a BUSY_DIR round: a file created there, then the file read and checked. */
+static void
+busy_step(int fd, const char *file, const char *busy_dir, int round)
+{
+	uint8_t want[BLOCK], got[BLOCK];
+	char path[4096];
+	int nfd;
+
+	snprintf(path, sizeof(path), "%s/b.%d", busy_dir, round);
+	if ((nfd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644)) == -1 || close(nfd) == -1)
+		fatal("create %s", path);
+	fill(want, 0);
+	if (pread(fd, got, BLOCK, 0) != BLOCK)
+		fatal("pread %s", file);
+	if (memcmp(got, want, BLOCK) != 0)
+		fatalx("round %d: %s changed", round, file);
+}
+
 static int
-cmd_pingpong(const char *file_a, const char *file_b, int rounds)
+cmd_pingpong(const char *file_a, const char *file_b, int rounds, const char *busy_dir)
 {
 	int ab[2], ba[2], fd, i, status, total = WARMUP + rounds;
 	uint8_t buf[BLOCK];
@@ -178,7 +204,7 @@ cmd_pingpong(const char *file_a, const char *file_b, int rounds)
 		close(fd);
 		close(ab[1]);
 		close(ba[0]);
-		reader(file_b, total, ab[0], ba[1]);
+		reader(file_b, total, busy_dir != NULL, ab[0], ba[1]);
 	}
 	close(ab[0]);
 	close(ba[1]);
@@ -187,9 +213,13 @@ cmd_pingpong(const char *file_a, const char *file_b, int rounds)
 	for (i = 0; i < total; i++) {
 		if (i == WARMUP)
 			t0 = now_us();
-		fill(buf, i);
-		if (pwrite(fd, buf, BLOCK, 0) != BLOCK)
-			fatal("pwrite %s", file_a);
+		if (busy_dir != NULL)
+			busy_step(fd, file_a, busy_dir, i);
+		else {
+			fill(buf, i);
+			if (pwrite(fd, buf, BLOCK, 0) != BLOCK)
+				fatal("pwrite %s", file_a);
+		}
 		tell(ab[1], 'w');
 		if (hear(ba[0]) != 'k')
 			fatalx("round %d: the reader failed", i);
@@ -282,14 +312,15 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (argc == 6 && strcmp(argv[1], "meta") == 0)
 		return cmd_meta(argv[2], argv[3], bench_num(argv[4], 1, 10000000), instant(argv[5]));
-	if (argc == 5 && strcmp(argv[1], "pingpong") == 0)
-		return cmd_pingpong(argv[2], argv[3], bench_num(argv[4], 1, 10000000));
+	if ((argc == 5 || argc == 6) && strcmp(argv[1], "pingpong") == 0)
+		return cmd_pingpong(argv[2], argv[3], bench_num(argv[4], 1, 10000000),
+		    argc == 6 ? argv[5] : NULL);
 	if (argc == 3 && strcmp(argv[1], "hold") == 0)
 		return cmd_hold(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "append") == 0)
 		return cmd_append(argv[2], bench_num(argv[3], 1, 10000000));
 	fprintf(stderr, "usage: fsd_cluster meta DIR PREFIX FILES START_US |\n"
-	    "       pingpong FILE_A FILE_B ROUNDS | hold FILE |\n"
+	    "       pingpong FILE_A FILE_B ROUNDS [BUSY_DIR] | hold FILE |\n"
 	    "       append FILE TIMEOUT_MS\n"
 	    "(the clients of bench/fsd_cluster.sh)\n");
 	return 2;

@@ -705,6 +705,7 @@ block_new_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t own
 	memset(b->data, 0, fs->vol.block_bytes);
 	b->type = type;
 	b->owner = owner_of(blkno, type, owner);
+	b->owner_unsure = 0;
 	b->state = BUF_VALID;
 	pthread_mutex_unlock(&b->lock);
 	*bp = b;
@@ -752,11 +753,19 @@ block_read_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t ow
 	if (b->state != BUF_EMPTY && owner != 0 && b->owner != 0 && b->owner != owner &&
 	    !b->jrun)
 		b->state = BUF_EMPTY;
+	/*
+	 * Reached under another owner, or none: which lock guards what this
+	 * user changes is not known, so the journal counts its changes as
+	 * ownerless (journal_write_home).
+	 */
+	if (b->state != BUF_EMPTY && b->owner != owner)
+		b->owner_unsure = 1;
 	if (b->state == BUF_EMPTY) {
 		rc = block_io(fs, 0, blkno, 1, b->data);
 		if (rc == 0) {
 			b->type = type;
 			b->owner = owner;
+			b->owner_unsure = 0;
 			/* the check first: the type's checks read what it may have repaired */
 			if (block_verify_check(fs, type, blkno, b->data, why, sizeof(why)) == -1) {
 				fsd_corrupt(fs, blkno, why);

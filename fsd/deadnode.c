@@ -116,8 +116,15 @@ slot_finish(struct fsd *fs, int slot, unsigned replayed)
 {
 	int rc;
 
+	/*
+	 * Home, not only committed, before the slot is free: its next owner
+	 * reads its local alloc and truncate log under its journal lock,
+	 * whose handoff writes home only what is stamped with that lock
+	 * (journal_write_home), not these. The kernel writes them in place
+	 * (fs/ocfs2/localalloc.c ocfs2_begin_local_alloc_recovery).
+	 */
 	if ((rc = la_release_slot(fs, slot)) != 0 || (rc = tl_adopt_slot(fs, slot)) != 0 ||
-	    (rc = journal_commit(fs)) != 0 || (rc = slot_free(fs, slot)) != 0)
+	    (rc = journal_checkpoint(fs)) != 0 || (rc = slot_free(fs, slot)) != 0)
 		log_warnx("recovering slot %d: %s", slot, strerror(-rc));
 	else {
 		log_info("slot %d recovered (%u transactions replayed)", slot, replayed);

@@ -29,7 +29,8 @@
  *                truncate log and slot, then its orphans
  *   flock.c      flock(2) across nodes
  *   plock.c      fcntl(2) byte-range locks across nodes
- *   journal.c    JBD2 writer: handles (all or nothing), commit, checkpoint
+ *   journal.c    JBD2 writer: handles (all or nothing), commit, checkpoint;
+ *                what a lock leaving EX must write home (doc/lock-handoff.md)
  *   replay.c     JBD2 replay of a slot's journal
  *   slot.c       the slot map
  *   super.c      mount/unmount: superblock, features, system inodes, the
@@ -131,6 +132,8 @@ struct fsd_buf {
 	int		 jrun;		/* in the running transaction (journal mutex) */
 	uint64_t	 owner;		/* inode whose META lock protects it; 0: none;
 					   changed only by a holder of a reference */
+	int		 owner_unsure;	/* also reached under another owner or none:
+					   the journal counts its changes as ownerless */
 };
 
 #define BUF_EMPTY	0	/* not read yet */
@@ -204,6 +207,9 @@ struct fsd_lockres {
 	pthread_cond_t		 cv;
 	struct fsd_lockres	*hnext, *dcnext;
 	struct fsd_lockres	*idle_prev, *idle_next;	/* glue's idle list */
+	/* the last transaction a handle holding it EX changed blocks in (journal.c,
+	   under the journal's mutex); 0: none */
+	uint64_t		 jtxn;
 };
 
 #define LKM_NL	0	/* dlm modes used (dlmapi.h values) */
@@ -1039,6 +1045,7 @@ struct fsd_handle {
 	unsigned	  nlocks, locks_cap;
 	struct quota_delta *qd;		/* usage changes, added to the quota files at the end */
 	unsigned	  nqd, qd_cap;
+	int		  dirtied;	/* a block went into the running transaction */
 };
 /* Inside a handle: lock EX until the handle ends (allocators, the bitmap). */
 int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
@@ -1091,6 +1098,13 @@ void	 journal_test_pause(struct fsd *fs, const char *env, uint64_t blkno, const 
 uint64_t journal_commits(struct fsd *fs);
 /* Commit, then write committed blocks home and free the log. */
 int	 journal_checkpoint(struct fsd *fs);
+/*
+ * lr leaves EX: what changed under it goes home before another node reads
+ * it, and nothing more (doc/lock-handoff.md): no I/O if that is home
+ * already, a checkpoint if it is committed, a commit first if it is still
+ * in the running transaction. 0 or -errno.
+ */
+int	 journal_write_home(struct fsd *fs, struct fsd_lockres *lr);
 /* Checkpoint everything and mark the log empty (s_start 0), for unmount. */
 int	 journal_shutdown(struct fsd *fs);
 

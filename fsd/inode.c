@@ -956,8 +956,7 @@ meta_refresh(struct fsd *fs, struct fsd_lockres *lr)
 static int
 meta_write_home(struct fsd *fs, struct fsd_lockres *lr)
 {
-	(void)lr;
-	return journal_checkpoint(fs);
+	return journal_write_home(fs, lr);
 }
 
 /* ocfs2_set_meta_lvb: the inode as we leave it. */

@@ -16,6 +16,12 @@
  * transaction: a downconvert in between would checkpoint them
  * half-changed for another node to read.
  *
+ * A lock leaving EX makes home what changed under it, and nothing more
+ * (journal_write_home, doc/lock-handoff.md): each lock, each block owner
+ * and blocks of no known owner carry the number of the last transaction
+ * that changed them; the handoff commits and checkpoints only when that
+ * transaction is not home yet.
+ *
  * Ordered mode: file data is written in place before the commit that
  * points at it; the fdatasync at the start of every commit makes it
  * durable first.
@@ -60,6 +66,18 @@ struct jcp {
 
 #define JCP_HASH	1024
 
+/*
+ * The last transaction that changed a block of one owner, kept until the
+ * next full checkpoint makes it home (journal_write_home).
+ */
+struct jstamp {
+	uint64_t	 owner;
+	uint64_t	 txn;
+	struct jstamp	*next;
+};
+
+#define JST_HASH	1024
+
 struct jextent {
 	uint32_t	lblk;
 	uint32_t	count;
@@ -72,6 +90,7 @@ struct fsd_journal {
 	struct jbd2_info ji;
 	struct jextent	*ext;
 	unsigned	 next;
+	uint8_t		*jsb;		/* its superblock as last written, O_DIRECT aligned */
 	pthread_mutex_t	 hmtx;		/* the open handle's, start to stop */
 	pthread_mutex_t	 mtx;		/* everything below */
 	struct fsd_handle *open;	/* the open handle, if any */
@@ -85,6 +104,13 @@ struct fsd_journal {
 	struct jcp	*cp[JCP_HASH];
 	unsigned	 ncp;
 	int		 failed;	/* a log write failed: no more commits */
+	/*
+	 * Transactions by number, which unlike next_seq never wraps: txn is
+	 * the running one's, every one below home_txn is home and out of the
+	 * log, anon_txn last changed a block of no known owner.
+	 */
+	uint64_t	 txn, home_txn, anon_txn;
+	struct jstamp	*st[JST_HASH];
 };
 
 /* ---- the format (pure) ------------------------------------------------ */
@@ -267,7 +293,6 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 	struct fsd_extent ex;
 	struct fsd_buf *b;
 	uint64_t nblocks, lb;
-	uint8_t *sb;
 	char why[128];
 	int rc;
 
@@ -277,6 +302,8 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 	j->inode = fs->slots[slot].journal;
 	pthread_mutex_init(&j->hmtx, NULL);
 	pthread_mutex_init(&j->mtx, NULL);
+	/* 0 stamps what never changed */
+	j->txn = j->home_txn = 1;
 	if ((rc = block_read(fs, j->inode, BLK_INODE, &b)) != 0) {
 		snprintf(err, errlen, "journal:%04d is unreadable", slot);
 		goto fail;
@@ -303,15 +330,13 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 		j->next++;
 	}
 	block_put(fs, b);
-	if ((sb = volume_alloc(fs->vol.block_bytes)) == NULL)
+	if ((j->jsb = volume_alloc(fs->vol.block_bytes)) == NULL)
 		fatal("out of memory");
-	if (journal_io(j, 0, 0, 1, sb) != 0) {
+	if (journal_io(j, 0, 0, 1, j->jsb) != 0) {
 		snprintf(err, errlen, "journal:%04d: cannot read its superblock", slot);
-		free(sb);
 		goto fail;
 	}
-	rc = jbd2_parse_super(sb, fs->vol.block_bytes, &j->ji, why, sizeof(why));
-	free(sb);
+	rc = jbd2_parse_super(j->jsb, fs->vol.block_bytes, &j->ji, why, sizeof(why));
 	if (rc != 0 || j->ji.maxlen > nblocks) {
 		snprintf(err, errlen, "journal:%04d: %s", slot,
 		    rc ? why : "longer than its file");
@@ -323,6 +348,76 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 fail:
 	journal_close(j);
 	return -1;
+}
+
+static unsigned
+st_hash(uint64_t owner)
+{
+	return (unsigned)((owner * 0x9E3779B97F4A7C15ULL) >> 32) & (JST_HASH - 1);
+}
+
+/* b goes into the running transaction: its owner's stamp, or the ownerless one. */
+static void
+stamp_block(struct fsd_journal *j, const struct fsd_buf *b)
+{
+	struct jstamp *s, **head;
+
+	if (b->owner == 0 || b->owner_unsure) {
+		j->anon_txn = j->txn;
+		return;
+	}
+	head = &j->st[st_hash(b->owner)];
+	for (s = *head; s != NULL && s->owner != b->owner; s = s->next)
+		;
+	if (s == NULL) {
+		s = xcalloc(1, sizeof(*s));
+		s->owner = b->owner;
+		s->next = *head;
+		*head = s;
+	}
+	s->txn = j->txn;
+}
+
+static uint64_t
+owner_txn(const struct fsd_journal *j, uint64_t owner)
+{
+	const struct jstamp *s;
+
+	for (s = j->st[st_hash(owner)]; s != NULL; s = s->next)
+		if (s->owner == owner)
+			return s->txn;
+	return 0;
+}
+
+/* Forget the stamps of transactions numbered below `below`. */
+static void
+stamps_drop(struct fsd_journal *j, uint64_t below)
+{
+	struct jstamp *s, **pp;
+	unsigned i;
+
+	for (i = 0; i < JST_HASH; i++) {
+		for (pp = &j->st[i]; (s = *pp) != NULL;) {
+			if (s->txn >= below) {
+				pp = &s->next;
+				continue;
+			}
+			*pp = s->next;
+			free(s);
+		}
+	}
+}
+
+/*
+ * Everything committed is home: only the stamps of the running
+ * transaction (or of one being committed, when a full log is
+ * checkpointed in its commit) still matter.
+ */
+static void
+stamps_home(struct fsd_journal *j)
+{
+	j->home_txn = j->txn;
+	stamps_drop(j, j->home_txn);
 }
 
 static void
@@ -355,30 +450,30 @@ journal_close(struct fsd_journal *j)
 		block_put(j->fs, j->run[i]);
 	}
 	cp_release_all(j);
+	stamps_drop(j, UINT64_MAX);
 	free(j->run);
 	free(j->ext);
+	free(j->jsb);
 	pthread_mutex_destroy(&j->mtx);
 	pthread_mutex_destroy(&j->hmtx);
 	free(j);
 }
 
-/* Rewrite the journal superblock with s_start/s_sequence, synchronously. */
+/*
+ * Rewrite the journal superblock with s_start/s_sequence, synchronously,
+ * from the copy read at open: nothing else in it changes while the slot
+ * is ours, so it is not read again before every write.
+ */
 static int
 write_jsb(struct fsd_journal *j, uint32_t start, uint32_t seq)
 {
-	uint8_t *sb;
 	int rc;
 
-	if ((sb = volume_alloc(j->fs->vol.block_bytes)) == NULL)
-		return -ENOMEM;
-	if ((rc = journal_io(j, 0, 0, 1, sb)) == 0) {
-		j->ji.start = start;
-		j->ji.sequence = seq;
-		jbd2_write_super(sb, &j->ji);
-		if ((rc = journal_io(j, 1, 0, 1, sb)) == 0 && fdatasync(j->fs->vol.fd) == -1)
-			rc = -errno;
-	}
-	free(sb);
+	j->ji.start = start;
+	j->ji.sequence = seq;
+	jbd2_write_super(j->jsb, &j->ji);
+	if ((rc = journal_io(j, 1, 0, 1, j->jsb)) == 0 && fdatasync(j->fs->vol.fd) == -1)
+		rc = -errno;
 	return rc;
 }
 
@@ -563,6 +658,8 @@ journal_dirty(struct fsd_handle *h, struct fsd_buf *b)
 	struct fsd_journal *j = h->fs->journal;
 
 	pthread_mutex_lock(&j->mtx);
+	h->dirtied = 1;
+	stamp_block(j, b);
 	if (!b->jrun) {
 		if (j->nrun == j->run_cap) {
 			j->run_cap = j->run_cap ? 2 * j->run_cap : 64;
@@ -604,7 +701,16 @@ journal_stop(struct fsd_handle *h, int abort)
 		log_warnx("quota usage of a change could not be recorded: %s", strerror(-rc));
 	quota_discard(h);
 	pthread_mutex_lock(&j->mtx);
+	/*
+	 * Stamped again with the transaction the handle's last changes are
+	 * in: a commit while it was open logged its blocks as they were
+	 * before it. Its locks too: what it changed is theirs.
+	 */
+	for (i = 0; h->dirtied && i < h->nlocks; i++)
+		h->locks[i]->jtxn = j->txn;
 	for (i = 0; i < h->nundo; i++) {
+		if (h->undo[i].b->jrun)
+			stamp_block(j, h->undo[i].b);
 		if (abort)
 			memcpy(h->undo[i].b->data, h->undo[i].copy, h->fs->vol.block_bytes);
 		free(h->undo[i].copy);
@@ -668,8 +774,10 @@ checkpoint_locked(struct fsd_journal *j)
 	unsigned i, n = 0;
 	int rc = 0;
 
-	if (j->ncp == 0 && j->used == 0)
+	if (j->ncp == 0 && j->used == 0) {
+		stamps_home(j);
 		return 0;
+	}
 	all = xcalloc(j->ncp ? j->ncp : 1, sizeof(*all));
 	for (i = 0; i < JCP_HASH; i++)
 		for (c = j->cp[i]; c != NULL; c = c->hnext)
@@ -688,9 +796,12 @@ checkpoint_locked(struct fsd_journal *j)
 	cp_release_all(j);
 	/* Everything is home: the log is empty from the head on. */
 	j->used = 0;
-	if ((rc = write_jsb(j, j->head, j->next_seq)) != 0)
+	if ((rc = write_jsb(j, j->head, j->next_seq)) != 0) {
 		j->failed = 1;
-	return rc;
+		return rc;
+	}
+	stamps_home(j);
+	return 0;
 }
 
 /* b's committed contents are data (what was logged, not b->data). */
@@ -759,6 +870,7 @@ log_txn(struct fsd_journal *j, const struct jbd2_block *blist, unsigned n)
 	j->head = (j->head - j->ji.first + need) % logsize + j->ji.first;
 	j->used += need;
 	j->next_seq++;
+	j->txn++;
 	j->commits++;
 	return 0;
 }
@@ -862,6 +974,40 @@ journal_checkpoint(struct fsd *fs)
 	if (rc == 0)
 		rc = checkpoint_locked(fs->journal);
 	pthread_mutex_unlock(&fs->journal->mtx);
+	return rc;
+}
+
+int
+journal_write_home(struct fsd *fs, struct fsd_lockres *lr)
+{
+	struct fsd_journal *j = fs->journal;
+	const char *why;
+	uint64_t last;
+	int rc = 0;
+
+	if (j == NULL)
+		return 0;
+	pthread_mutex_lock(&j->mtx);
+	last = lr->jtxn;
+	why = "the lock's handles";
+	if (lr->owner != 0 && owner_txn(j, lr->owner) > last) {
+		last = owner_txn(j, lr->owner);
+		why = "its blocks";
+	}
+	/* a block of unknown owner may be this lock's */
+	if (j->anon_txn > last) {
+		last = j->anon_txn;
+		why = "a block of no known owner";
+	}
+	if (last >= j->home_txn) {
+		log_debug("lock %s: leaving EX: transaction %llu (%s) is %s", lr->name,
+		    (unsigned long long)last, why, last >= j->txn ? "running" : "not home");
+		if (last >= j->txn)
+			rc = commit_locked(j);
+		if (rc == 0)
+			rc = checkpoint_locked(j);
+	}
+	pthread_mutex_unlock(&j->mtx);
 	return rc;
 }
 

@@ -45,8 +45,7 @@ refcount_refresh(struct fsd *fs, struct fsd_lockres *lr)
 static int
 refcount_write_home(struct fsd *fs, struct fsd_lockres *lr)
 {
-	(void)lr;
-	return journal_checkpoint(fs);
+	return journal_write_home(fs, lr);
 }
 
 /* The tree's blocks (dlmglue.c's ocfs2_refcount_lock: 'T', root block, generation). */
