@@ -68,25 +68,23 @@ orphan_dir_put(struct fsd_handle *h, struct fsd_inode *op, struct fsd_buf *ob)
 	inode_put(h->fs, op);
 }
 
-int
-orphan_add(struct fsd_handle *h, struct fsd_buf *ib)
+/*
+ * ib's inode into our orphan dir ob under its block number's name,
+ * flagged orphaned by this slot; ib already open for change in h.
+ */
+static int
+orphan_enter(struct fsd_handle *h, struct fsd_buf *ob, struct fsd_buf *ib)
 {
 	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
-	struct ocfs2_dinode *odi;
-	struct fsd_inode *op;
-	struct fsd_buf *ob;
+	struct ocfs2_dinode *odi = (struct ocfs2_dinode *)ob->data;
 	char name[17];
 	int rc;
 
 	snprintf(name, sizeof(name), "%016" PRIx64, ib->blkno);
-	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+	if ((rc = journal_access(h, ob)) != 0 ||
+	    (rc = dir_add(h, ob, name, 16, ib->blkno, ft_of(LE16(di->i_mode)))) != 0)
 		return rc;
-	odi = (struct ocfs2_dinode *)ob->data;
-	if ((rc = journal_access(h, ib)) != 0 || (rc = journal_access(h, ob)) != 0)
-		goto out;
-	if ((rc = dir_add(h, ob, name, 16, ib->blkno, ft_of(LE16(di->i_mode)))) != 0)
-		goto out;
 	/* a directory in the orphan dir counts as a subdirectory of it */
 	if (S_ISDIR(LE16(di->i_mode)))
 		odi->i_links_count = htole16(LE16(odi->i_links_count) + 1);
@@ -94,7 +92,20 @@ orphan_add(struct fsd_handle *h, struct fsd_buf *ib)
 	di->i_orphaned_slot = htole16((uint16_t)fs->slot);
 	journal_dirty(h, ib);
 	journal_dirty(h, ob);
-out:
+	return 0;
+}
+
+int
+orphan_add(struct fsd_handle *h, struct fsd_buf *ib)
+{
+	struct fsd_inode *op;
+	struct fsd_buf *ob;
+	int rc;
+
+	if ((rc = orphan_dir_get(h->fs, h->fs->slot, &op, &ob)) != 0)
+		return rc;
+	if ((rc = journal_access(h, ib)) == 0)
+		rc = orphan_enter(h, ob, ib);
 	orphan_dir_put(h, op, ob);
 	return rc;
 }
@@ -103,30 +114,20 @@ int
 orphan_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid,
     struct fsd_buf **ibp)
 {
-	struct fsd *fs = h->fs;
-	struct ocfs2_dinode *di;
 	struct fsd_inode *op;
 	struct fsd_buf *ob, *ib;
-	char name[17];
 	int rc;
 
 	/* the orphan dir before the allocator inode_create takes (ops_namei.c's order) */
-	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+	if ((rc = orphan_dir_get(h->fs, h->fs->slot, &op, &ob)) != 0)
 		return rc;
 	if ((rc = inode_create(h, mode, uid, gid, 0, &ib)) != 0)
 		goto out;
-	di = (struct ocfs2_dinode *)ib->data;
-	snprintf(name, sizeof(name), "%016" PRIx64, ib->blkno);
-	if ((rc = journal_access(h, ob)) != 0 ||
-	    (rc = dir_add(h, ob, name, 16, ib->blkno, ft_of(mode))) != 0) {
-		block_put(fs, ib);
+	((struct ocfs2_dinode *)ib->data)->i_links_count = 0;
+	if ((rc = orphan_enter(h, ob, ib)) != 0) {
+		block_put(h->fs, ib);
 		goto out;
 	}
-	di->i_links_count = 0;
-	di->i_flags = htole32(LE32(di->i_flags) | OCFS2_ORPHANED_FL);
-	di->i_orphaned_slot = htole16((uint16_t)fs->slot);
-	journal_dirty(h, ib);
-	journal_dirty(h, ob);
 	*ibp = ib;
 out:
 	orphan_dir_put(h, op, ob);
