@@ -63,14 +63,17 @@ wait_for() {
 	done
 }
 
-# write_conf NODE...: cluster.conf ($CONF) of cluster alpha with these
+# write_conf NODE...: cluster.conf ($CONF) of cluster alpha (on stack
+# $CONF_STACK when set) with these
 # nodes (name:number:address), all on CONF_PORT (a port of the script's
 # own: scripts run side by side, tests/run)
 CONF_PORT=$((20000 + RANDOM % 20000))
 write_conf() {
 	local spec name num addr
 	{
-		printf 'cluster:\n\tname = alpha\n\tnode_count = %d\n\n' $#
+		printf 'cluster:\n\tname = alpha\n\tnode_count = %d\n' $#
+		[[ -z ${CONF_STACK:-} ]] || printf '\tstack = %s\n' "$CONF_STACK"
+		printf '\n'
 		for spec in "$@"; do
 			IFS=: read -r name num addr <<<"$spec"
 			printf 'node:\n\tname = %s\n\tnumber = %s\n\tip_address = %s\n\tip_port = %d\n\tcluster = alpha\n\n' \
