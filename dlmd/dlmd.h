@@ -287,7 +287,8 @@ struct dlmd {
 	unsigned		 local_node;
 	struct ipc_server	*ipc;
 	struct ipc_conn		*netd;
-	struct ipc_conn		*hbd;
+	const char		*membership;	/* hbd, or pcmkd on the pcmk stack */
+	struct ipc_conn		*hbd;		/* to it */
 	int			 netd_up;
 	int			 hbd_up;
 	int			 guarded;	/* hbd guards our locks; -1: not told yet */

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The pcmk stack with real corosync: three nodes, each in its own network
+# namespace with its own corosync (knet over the veths), pcmkd, nmd,
+# netd, dlmd and fsd on a volume made with --cluster-stack=pcmk. They
+# form (corosync's quorate membership, pcmkd's group), mount, see each
+# other's writes; a kill -9 of node3 (corosync, daemons and fsd): the
+# survivors see it leave corosync's membership, recover its journal and
+# locks, and write again; node3 starts again and reads it all. pcmkd
+# without corosync, and a mount without pcmkd, fail saying why. Every
+# node unmounts and fsck.ocfs2 finds the volume clean. Skipped only when
+# corosync cannot run here. LOCALCLUSTER_TOKEN_MS (corosync's token
+# timeout, default 1000) sets how soon a death is noticed.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/netd_lib.inc"
+source "$(dirname "$0")/fsd_lib.inc"
+
+if ! command -v corosync >/dev/null || ! corosync -v >/dev/null 2>&1; then
+	skip_script "corosync is not installed or does not run here"
+fi
+if ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null; then
+	skip_script "unshare and nsenter are needed to give each corosync a node of its own"
+fi
+
+export LOCALCLUSTER_NAME=lc
+lc_setup
+trap 'cluster_cleanup 3 corosync pcmkd netd dlmd fsd' EXIT
+
+M=()
+o2() { lc exec "$1" "$O2CTL" "${@:2}"; }
+live_is() { [[ $(o2 "$1" --json status | jq -c '[.nodes[] | select(.heartbeat == "up") | .num]') == "$2" ]]; }
+linked() { status_linked "$1" "$2"; }
+log_has() { lc log "$1" "$2" | grep -q -- "$3"; }
+
+check "3 nodes up on the pcmk stack, each with its corosync" lc up 3 --netns --stack pcmk
+IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
+check "the volume was made for stack pcmk, cluster lc" \
+    sh -c "debugfs.ocfs2 -R stats '$IMG' 2>/dev/null | grep -q 'Cluster stack: pcmk'"
+check_eq "o2ctl status: stack pcmk" pcmk "$(o2 1 --json status | jq -r .stack)"
+check_eq "o2ctl status: pcmkd is the membership daemon" true "$(o2 1 --json status | jq -r .daemons.pcmkd)"
+check "pcmkd warns that fencing by pacemaker is not done" log_has 1 pcmkd "not safe for production"
+for k in 1 2 3; do
+	check "node$k sees nodes 1 2 3 up (corosync's quorate membership)" wait_for 20 live_is "$k" "[1,2,3]"
+done
+for k in 1 2 3; do
+	check "node$k is linked to the two others (netd)" wait_for 20 linked "$k" 3
+done
+
+for k in 1 2 3; do
+	run_check "node$k mounts the pcmk volume" node_mount "$k"
+done
+echo one >"${M[1]}/f"
+check_eq "node2 reads node1's write" one "$(cat "${M[2]}/f")"
+echo two >>"${M[3]}/f"
+check_eq "node1 reads node3's append" "$(printf 'one\ntwo')" "$(cat "${M[1]}/f")"
+check "node3 writes and fsyncs g" sh -c "echo from3 >'${M[3]}/g' && sync '${M[3]}/g'"
+
+echo "-- kill -9 of node3: corosync, its daemons and fsd"
+killed=$(date +%s%N)
+check "kill node3" lc kill 3
+check "node1's pcmkd sees node3 leave corosync's membership" \
+    wait_for 20 log_has 1 pcmkd "node 3 down: gone from corosync's membership"
+recovered() { lc log 1 fsd | grep -q "slot 2 recovered" || lc log 2 fsd | grep -q "slot 2 recovered"; }
+check "a survivor recovers node3's slot" wait_for 30 recovered
+echo "   (node3 killed to its slot recovered: $((($(date +%s%N) - killed) / 1000000)) ms)"
+check "node1 appends to node3's file" sh -c "echo from1 >>'${M[1]}/g'"
+check_eq "node2 reads both" "$(printf 'from3\nfrom1')" "$(cat "${M[2]}/g")"
+check "node2 writes a new file" sh -c "echo after >'${M[2]}/h'"
+
+echo "-- a node without corosync"
+expect_error "pcmkd refuses to start without corosync, saying so" "corosync is not running here" \
+    lc exec 3 timeout 20 "$BUILD/pcmkd" -c "$(lc conf)" --node node3 --rundir "$FSD_DIR/run3"
+check "node3's nmd alone" lc start 3 nmd
+mkdir -p "$FSD_DIR/m3"
+expect_error "a mount without pcmkd fails, naming it" "pcmkd is not running" \
+    lc exec 3 timeout 30 "$FSD" "$IMG" "$FSD_DIR/m3"
+
+echo "-- node3 comes back"
+check "node3 starts again" lc start 3
+check "node1 sees node3 up again" wait_for 20 live_is 1 "[1,2,3]"
+run_check "node3 mounts again" node_mount 3
+check_eq "node3 reads what node1 appended" "$(printf 'from3\nfrom1')" "$(cat "${M[3]}/g")"
+check_eq "node3 reads node2's file" after "$(cat "${M[3]}/h")"
+
+for k in 3 2 1; do
+	check "node$k unmounts" lc umount "$k"
+done
+check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
+finish
