@@ -147,13 +147,50 @@ watch_fd(struct pcmkd *p, int fd, event_callback_fn fn)
 	return e;
 }
 
+/* A CPG connection, on the event loop. */
+static int
+cpg_open(struct pcmkd *p, char *err, size_t errlen)
+{
+	struct pm_corosync *cs = p->cs;
+	cpg_model_v1_data_t cm;
+	cs_error_t rc;
+	int fd;
+
+	memset(&cm, 0, sizeof(cm));
+	cm.model = CPG_MODEL_V1;
+	cm.cpg_deliver_fn = on_deliver;
+	cm.cpg_confchg_fn = on_confchg;
+	if ((rc = cpg_model_initialize(&cs->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&cm,
+	    NULL)) != CS_OK) {
+		snprintf(err, errlen, "cannot connect to corosync's CPG service: %s",
+		    cs_strerror(rc));
+		return -1;
+	}
+	cs->have_cpg = 1;
+	if (cpg_fd_get(cs->cpg, &fd) != CS_OK)
+		fatalx("corosync's CPG service has no descriptor");
+	cs->cpg_ev = watch_fd(p, fd, cpg_readable);
+	return 0;
+}
+
+static void
+cpg_close(struct pm_corosync *cs)
+{
+	if (cs->cpg_ev != NULL)
+		event_free(cs->cpg_ev);
+	cs->cpg_ev = NULL;
+	if (cs->have_cpg)
+		cpg_finalize(cs->cpg);
+	cs->have_cpg = 0;
+	cs->joined = 0;
+}
+
 /* The three connections, and what cmap knows; -1 with err saying which failed. */
 int
 cs_connect(struct pcmkd *p, char *err, size_t errlen)
 {
 	struct pm_corosync *cs = p->cs = xcalloc(1, sizeof(*cs));
 	quorum_model_v1_data_t qm;
-	cpg_model_v1_data_t cm;
 	uint32_t type;
 	char *name = NULL;
 	cs_error_t rc;
@@ -188,17 +225,8 @@ cs_connect(struct pcmkd *p, char *err, size_t errlen)
 		    "one (quorum { provider: corosync_votequorum })");
 		return -1;
 	}
-	memset(&cm, 0, sizeof(cm));
-	cm.model = CPG_MODEL_V1;
-	cm.cpg_deliver_fn = on_deliver;
-	cm.cpg_confchg_fn = on_confchg;
-	if ((rc = cpg_model_initialize(&cs->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&cm,
-	    NULL)) != CS_OK) {
-		snprintf(err, errlen, "cannot connect to corosync's CPG service: %s",
-		    cs_strerror(rc));
+	if (cpg_open(p, err, errlen) == -1)
 		return -1;
-	}
-	cs->have_cpg = 1;
 	if ((rc = cpg_local_get(cs->cpg, &p->nodeid)) != CS_OK) {
 		snprintf(err, errlen, "corosync does not say which node this is: %s",
 		    cs_strerror(rc));
@@ -207,9 +235,6 @@ cs_connect(struct pcmkd *p, char *err, size_t errlen)
 	if (quorum_fd_get(cs->quorum, &fd) != CS_OK)
 		fatalx("corosync's quorum service has no descriptor");
 	cs->quorum_ev = watch_fd(p, fd, quorum_readable);
-	if (cpg_fd_get(cs->cpg, &fd) != CS_OK)
-		fatalx("corosync's CPG service has no descriptor");
-	cs->cpg_ev = watch_fd(p, fd, cpg_readable);
 	return 0;
 }
 
@@ -257,7 +282,7 @@ cs_join(struct pcmkd *p, char *err, size_t errlen)
 	cs->group.length = (uint32_t)snprintf(cs->group.value, sizeof(cs->group.value),
 	    GROUP_PREFIX "%s", p->cluster);
 	/* corosync answers TRY_AGAIN while it syncs a membership change */
-	for (tries = 0; (rc = cpg_join(cs->cpg, &cs->group)) == CS_ERR_TRY_AGAIN && tries < 50;
+	for (tries = 0; (rc = cpg_join(cs->cpg, &cs->group)) == CS_ERR_TRY_AGAIN && tries < 20;
 	    tries++)
 		usleep(100000);
 	if (rc != CS_OK) {
@@ -279,12 +304,26 @@ cs_leave(struct pcmkd *p)
 	if (p->cs == NULL || !p->cs->joined)
 		return;
 	for (tries = 0; (rc = cpg_leave(p->cs->cpg, &p->cs->group)) == CS_ERR_TRY_AGAIN &&
-	    tries < 50; tries++)
+	    tries < 20; tries++)
 		usleep(100000);
 	if (rc != CS_OK)
 		log_warnx("cannot leave corosync group %s: %s", p->cs->group.value,
 		    cs_strerror(rc));
 	p->cs->joined = 0;
+}
+
+/*
+ * Join again after a fence, on a new CPG connection: the old one may
+ * still count itself in the group when its leave crossed a partition
+ * (cpg_join then says CS_ERR_EXIST).
+ */
+int
+cs_rejoin(struct pcmkd *p, char *err, size_t errlen)
+{
+	cpg_close(p->cs);
+	if (cpg_open(p, err, errlen) == -1)
+		return -1;
+	return cs_join(p, err, errlen);
 }
 
 void
@@ -296,10 +335,7 @@ cs_close(struct pcmkd *p)
 		return;
 	if (cs->quorum_ev != NULL)
 		event_free(cs->quorum_ev);
-	if (cs->cpg_ev != NULL)
-		event_free(cs->cpg_ev);
-	if (cs->have_cpg)
-		cpg_finalize(cs->cpg);
+	cpg_close(cs);
 	if (cs->have_quorum)
 		quorum_finalize(cs->quorum);
 	if (cs->have_cmap)

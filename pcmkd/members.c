@@ -39,9 +39,12 @@ pm_group(struct pm_members *m, uint32_t id, enum pm_group_why why)
 		m->in_membership[id] = 0;
 		break;
 	case PM_NODE_DIED:
-		/* corosync has removed it; the quorum notification follows */
+		/*
+		 * corosync has removed it, and the quorum notification that
+		 * follows says so with whether we are still quorate: a
+		 * minority must not take the others for dead in between.
+		 */
 		m->in_group[id] = 0;
-		m->in_membership[id] = 0;
 		break;
 	}
 }

@@ -117,6 +117,7 @@ void	cs_check_nodes(struct pcmkd *);
 int	cs_join(struct pcmkd *, char *err, size_t errlen);
 void	cs_track(struct pcmkd *);
 void	cs_leave(struct pcmkd *);
+int	cs_rejoin(struct pcmkd *, char *err, size_t errlen);
 void	cs_close(struct pcmkd *);
 
 /* state.c: act on what corosync said. */

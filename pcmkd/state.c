@@ -109,7 +109,7 @@ state_clear_fence(struct pcmkd *p, char *err, size_t errlen)
 		snprintf(err, errlen, "this partition has no quorum: the fence stays");
 		return -1;
 	}
-	if (cs_join(p, err, errlen) == -1)
+	if (cs_rejoin(p, err, errlen) == -1)
 		return -1;
 	snprintf(was, sizeof(was), "%s", p->fence_reason);
 	p->fenced = 0;

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clusterconf.h"
 #include "ipc.h"
 #include "o2ctl.h"
 
@@ -168,7 +167,6 @@ int
 cmd_status(struct o2ctl *ctl, int argc, char **argv)
 {
 	struct view v = { 0 };
-	enum cc_stack stack;
 
 	(void)argv;
 	if (argc != 1)
@@ -176,10 +174,7 @@ cmd_status(struct o2ctl *ctl, int argc, char **argv)
 	v.cfg = ask(ctl, "nmd", MSG_TYPE__MSG_NMD_GET_CONFIG, ENVELOPE__PAYLOAD_CONFIG);
 	if (v.cfg == NULL)
 		return EX_DOWN;
-	/* an older nmd names no stack: it knew only o2cb */
-	if (cc_stack_parse(v.cfg->config->stack, &stack) == -1)
-		stack = CC_STACK_O2CB;
-	v.membership = cc_stack_daemon(stack);
+	v.membership = ctl_membership(ctl);
 	v.hb = ask(ctl, v.membership, MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD_HB_STATUS);
 	v.net = ask(ctl, "netd", MSG_TYPE__MSG_NETD_STATUS, ENVELOPE__PAYLOAD_NET_STATUS);
 	v.dlm = ask(ctl, "dlmd", MSG_TYPE__MSG_DLMD_STATUS, ENVELOPE__PAYLOAD_DLM_STATUS);

@@ -6,7 +6,10 @@
 # other's writes; a kill -9 of node3 (corosync, daemons and fsd): the
 # survivors see it leave corosync's membership, recover its journal and
 # locks, and write again; node3 starts again and reads it all. pcmkd
-# without corosync, and a mount without pcmkd, fail saying why. Every
+# without corosync, and a mount without pcmkd, fail saying why. A
+# partition 2|1: node3 alone loses quorum and fences itself (its fsd is
+# killed), the two others recover it and write; healed, node3 clears the
+# fence and mounts again. Every
 # node unmounts and fsck.ocfs2 finds the volume clean. Skipped only when
 # corosync cannot run here. LOCALCLUSTER_TOKEN_MS (corosync's token
 # timeout, default 1000) sets how soon a death is noticed.
@@ -80,6 +83,35 @@ check "node1 sees node3 up again" wait_for 20 live_is 1 "[1,2,3]"
 run_check "node3 mounts again" node_mount 3
 check_eq "node3 reads what node1 appended" "$(printf 'from3\nfrom1')" "$(cat "${M[3]}/g")"
 check_eq "node3 reads node2's file" after "$(cat "${M[3]}/h")"
+
+expect_error "o2ctl clear-fence reaches pcmkd" "this node is not fenced" o2 3 clear-fence
+
+echo "-- a partition 2|1: node3 alone loses quorum and stops writing"
+check "node3 writes and fsyncs p" sh -c "echo before >'${M[3]}/p' && sync '${M[3]}/p'"
+check "cut node3 from node1" lc cut 1 3
+check "cut node3 from node2" lc cut 2 3
+fenced() { [[ $(o2 "$1" --json status | jq -r .fenced) == true ]]; }
+check "node3 fences itself: its partition lost quorum" wait_for 20 fenced 3
+check "node3's pcmkd killed its fsd" wait_for 10 log_has 3 pcmkd "killing disk writer pid"
+check "node1 sees node3 down" wait_for 20 live_is 1 "[1,2]"
+recovered_twice() {
+	local n
+	n=$({ lc log 1 fsd; lc log 2 fsd; } | grep -c "slot 2 recovered")
+	((n >= 2))
+}
+check "the majority recovers node3's slot again" wait_for 30 recovered_twice
+check "node1 appends to p" sh -c "echo after >>'${M[1]}/p'"
+check_eq "node2 reads p" "$(printf 'before\nafter')" "$(cat "${M[2]}/p")"
+check "heal node3 and node1" lc heal 1 3
+check "heal node3 and node2" lc heal 2 3
+expect_error "clear-fence waits for quorum" "no quorum" o2 3 clear-fence
+quorate3() { lc exec 3 corosync-quorumtool -s >/dev/null; }
+check "node3's corosync is back in the quorate membership" wait_for 30 quorate3
+check "o2ctl clear-fence on node3" wait_for 10 o2 3 clear-fence
+check "node3's daemons start again (dlmd left when fenced)" lc start 3
+check "node1 sees node3 up again" wait_for 20 live_is 1 "[1,2,3]"
+run_check "node3 mounts again" node_mount 3
+check_eq "node3 reads p" "$(printf 'before\nafter')" "$(cat "${M[3]}/p")"
 
 for k in 3 2 1; do
 	check "node$k unmounts" lc umount "$k"

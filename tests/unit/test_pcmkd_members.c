@@ -60,15 +60,28 @@ Test(pcmkd_members, down_once_corosync_removes_it)
 	cr_assert(!m.up[2]);
 }
 
-Test(pcmkd_members, the_group_says_node_down_first)
+Test(pcmkd_members, the_quorum_service_says_who_died)
 {
-	const uint32_t all[] = { 1, 2 };
+	const uint32_t all[] = { 1, 2, 3 }, one[] = { 1 }, two[] = { 1, 2 };
 
-	pm_quorum(&m, 1, 4, all, 2);
+	pm_quorum(&m, 1, 4, all, 3);
 	pm_group(&m, 2, PM_JOINED);
+	pm_group(&m, 3, PM_JOINED);
 	cr_assert_eq(decide(2), PM_UP);
+	cr_assert_eq(decide(3), PM_UP);
+	/* node 1 cut off: the group's NODEDOWN comes before it learns it lost quorum */
 	pm_group(&m, 2, PM_NODE_DIED);
-	cr_assert_eq(decide(2), PM_DOWN, "CPG's NODEDOWN before the quorum notification");
+	cr_assert_eq(decide(2), PM_SAME, "not before the quorum service says so");
+	pm_quorum(&m, 0, 8, one, 1);
+	cr_assert_eq(decide(2), PM_SAME, "and a minority decides nothing");
+	/* on the majority's side */
+	memset(&m, 0, sizeof(m));
+	pm_quorum(&m, 1, 4, all, 3);
+	pm_group(&m, 3, PM_JOINED);
+	cr_assert_eq(decide(3), PM_UP);
+	pm_group(&m, 3, PM_NODE_DIED);
+	pm_quorum(&m, 1, 8, two, 2);
+	cr_assert_eq(decide(3), PM_DOWN);
 }
 
 Test(pcmkd_members, a_dead_pcmkd_is_no_dead_node)
