@@ -7,13 +7,14 @@
  * guarantee about the others: pcmkd fences this node and exits.
  *
  * Node numbers are corosync node ids (as the kernel's pcmk stack does):
- * corosync's id of this node must be cluster.conf's number of it, and a
- * nodelist entry whose id cluster.conf gives another name is refused.
+ * corosync's id of this node must be cluster.conf's number of it
+ * (nmdlink.c refuses to start otherwise); a nodelist entry whose id
+ * cluster.conf does not have, or has under another name, is logged.
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <corosync/cmap.h>
 #include <corosync/cpg.h>
@@ -247,7 +248,7 @@ void
 cs_check_nodes(struct pcmkd *p)
 {
 	cmap_iter_handle_t it;
-	char key[CMAP_KEYNAME_MAXLEN + 1], k[CMAP_KEYNAME_MAXLEN + 64];
+	char key[CMAP_KEYNAME_MAXLEN + 1], k[CMAP_KEYNAME_MAXLEN + 64], *name;
 	size_t len;
 	cmap_value_types_t type;
 	uint32_t id;
@@ -268,6 +269,16 @@ cs_check_nodes(struct pcmkd *p)
 		else if (!p->node_known[id])
 			log_warnx("corosync node id %u is no node number of cluster.conf: that "
 			    "node cannot take part", id);
+		else {
+			snprintf(k, sizeof(k), "nodelist.node.%u.name", idx);
+			if (cmap_get_string(p->cs->cmap, k, &name) != CS_OK)
+				continue;
+			if (strcmp(name, p->node_names[id]) != 0)
+				log_warnx("corosync calls node %u %s, cluster.conf %s: the same "
+				    "number must be the same machine", id, name,
+				    p->node_names[id]);
+			free(name);
+		}
 	}
 	cmap_iter_finalize(p->cs->cmap, it);
 }

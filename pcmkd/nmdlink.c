@@ -107,9 +107,13 @@ on_config(const Nmd__Config *cfg, void *arg)
 		p->local_node = cfg->local_node;
 	}
 	memset(p->node_known, 0, sizeof(p->node_known));
-	for (k = 0; k < cfg->n_nodes; k++)
-		if (cfg->nodes[k]->num < PM_MAX_NODES)
-			p->node_known[cfg->nodes[k]->num] = 1;
+	for (k = 0; k < cfg->n_nodes; k++) {
+		if (cfg->nodes[k]->num >= PM_MAX_NODES)
+			continue;
+		p->node_known[cfg->nodes[k]->num] = 1;
+		snprintf(p->node_names[cfg->nodes[k]->num], sizeof(p->node_names[0]), "%s",
+		    cfg->nodes[k]->name);
+	}
 	if (!p->configured) {
 		p->configured = 1;
 		on_configured(p);

@@ -86,6 +86,7 @@ struct pcmkd {
 	char			 cluster[CC_CLUSTER_NAME_MAX + 1];
 	unsigned		 local_node;
 	uint8_t			 node_known[PM_MAX_NODES];	/* in cluster.conf */
+	char			 node_names[PM_MAX_NODES][CC_NODE_NAME_MAX + 1];
 
 	/* corosync (corosync.c) */
 	struct pm_corosync	*cs;

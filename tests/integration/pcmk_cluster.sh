@@ -41,6 +41,11 @@ check "the volume was made for stack pcmk, cluster lc" \
 check_eq "o2ctl status: stack pcmk" pcmk "$(o2 1 --json status | jq -r .stack)"
 check_eq "o2ctl status: pcmkd is the membership daemon" true "$(o2 1 --json status | jq -r .daemons.pcmkd)"
 check "pcmkd warns that fencing by pacemaker is not done" log_has 1 pcmkd "not safe for production"
+check "pcmkd -n accepts the pcmk configuration" \
+    "$BUILD/pcmkd" -n -c "$(lc conf)" -t "$LOCALCLUSTER_DIR/node1/o2cb" --node node1
+sed 's/stack = pcmk/stack = o2cb/' "$(lc conf)" >"$FSD_DIR/o2cb.conf"
+expect_error "pcmkd -n refuses an o2cb configuration" "pcmkd serves only stack = pcmk" \
+    "$BUILD/pcmkd" -n -c "$FSD_DIR/o2cb.conf" -t "$LOCALCLUSTER_DIR/node1/o2cb" --node node1
 for k in 1 2 3; do
 	check "node$k sees nodes 1 2 3 up (corosync's quorate membership)" wait_for 20 live_is "$k" "[1,2,3]"
 done
@@ -117,4 +122,6 @@ for k in 3 2 1; do
 	check "node$k unmounts" lc umount "$k"
 done
 check "fsck.ocfs2 -fn finds the volume clean" fsck_clean "$IMG"
+check "no daemon or fsd reported a sanitizer error" sh -c \
+    "! cat '$LOCALCLUSTER_DIR'/node*/log/*.log | grep -aE 'ERROR: AddressSanitizer|runtime error|LeakSanitizer'"
 finish
