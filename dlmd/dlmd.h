@@ -441,6 +441,8 @@ void	lvb_handlers_init(void);
 
 /* hblink.c: hbd's node events. */
 void	hbd_link_start(struct dlmd *);
+/* At exit: what the link keeps of the membership daemon's regions. */
+void	hbd_link_free(struct dlmd *);
 int	hbd_steady(const struct dlmd *);
 void	hbd_guard_update(struct dlmd *);
 

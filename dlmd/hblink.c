@@ -243,6 +243,17 @@ hblink_up(struct ipc_conn *c, void *arg)
 }
 
 void
+hbd_link_free(struct dlmd *dd)
+{
+	size_t i;
+
+	for (i = 0; i < CC_MAX_REGIONS; i++) {
+		free(dd->regions[i]);
+		dd->regions[i] = NULL;
+	}
+}
+
+void
 hbd_link_start(struct dlmd *dd)
 {
 	ipc_redial(dd->base, dd->rundir, dd->membership, HBD_RETRY_MS, hblink_event, hblink_up,

@@ -97,6 +97,7 @@ main(int argc, char *argv[])
 	daemon_run(d);
 
 	ipc_server_free(dd.ipc);
+	hbd_link_free(&dd);
 	free(sock);
 	return dd.exit_status;
 }
