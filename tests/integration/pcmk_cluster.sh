@@ -3,7 +3,8 @@
 # namespace with its own corosync (knet over the veths), pcmkd, nmd,
 # netd, dlmd and fsd on a volume made with --cluster-stack=pcmk. They
 # form (corosync's quorate membership, pcmkd's group), mount, see each
-# other's writes; a kill -9 of node3 (corosync, daemons and fsd): the
+# other's writes; node2's pcmkd alone killed and started again goes on
+# (its fsd keeps writing); a kill -9 of node3 (corosync, daemons and fsd): the
 # survivors see it leave corosync's membership, recover its journal and
 # locks, and write again; node3 starts again and reads it all. pcmkd
 # without corosync, and a mount without pcmkd, fail saying why. A
@@ -61,6 +62,16 @@ check_eq "node2 reads node1's write" one "$(cat "${M[2]}/f")"
 echo two >>"${M[3]}/f"
 check_eq "node1 reads node3's append" "$(printf 'one\ntwo')" "$(cat "${M[1]}/f")"
 check "node3 writes and fsyncs g" sh -c "echo from3 >'${M[3]}/g' && sync '${M[3]}/g'"
+
+echo "-- pcmkd alone dies on node2 and starts again: its node is no dead node"
+kill -KILL "$(<"$LOCALCLUSTER_DIR/node2/pids/pcmkd.pid")"
+check "node2's pcmkd starts again" lc start 2 pcmkd
+check "node2's fsd registers again as a disk writer" \
+    wait_for 10 log_has 2 fsd "registered again with pcmkd"
+check "node2 writes on" sh -c "echo resumed >'${M[2]}/r' && sync '${M[2]}/r'"
+check_eq "node1 reads it" resumed "$(cat "${M[1]}/r")"
+check "node1 still counts node2 up" live_is 1 "[1,2,3]"
+check "and never took it for dead" sh -c "! $(printf '%q ' "$LOCALCLUSTER") log 1 pcmkd | grep -q 'node 2 down'"
 
 echo "-- kill -9 of node3: corosync, its daemons and fsd"
 killed=$(date +%s%N)
