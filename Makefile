@@ -49,7 +49,9 @@ CPPFLAGS_ALL = -std=gnu11 $(WARN) -Icommon -Io2dlm -I$(BUILD)/proto -D_GNU_SOURC
 	   $(shell pkg-config --cflags $(PKGS)) $(SANFLAGS) -MMD -MP $(CPPFLAGS)
 LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS) $(LDFLAGS)
 
-DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c netd/main.c dlmd/main.c dlmfs/main.c fsd/main.c)))
+DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c pcmkd/main.c netd/main.c dlmd/main.c dlmfs/main.c fsd/main.c)))
+# pcmkd alone talks to corosync.
+COROSYNC_PKGS = libcpg libquorum libcmap libcorosync_common
 TOOLS	 = o2ctl o2lock
 
 PROTOS	 = $(wildcard proto/*.proto)
@@ -101,6 +103,7 @@ $$(BUILD)/$(1): $$(OBJ)/$(1)/main.o $$(BUILD)/lib$(1).a $$(LIBCOMMON)
 	$$(CC) $$(CFLAGS) -o $$@ $$^ $$(LDLIBS_ALL)
 endef
 $(foreach d,$(DAEMONS),$(eval $(call daemon_rules,$(d))))
+$(BUILD)/pcmkd: LDLIBS_ALL += $(shell pkg-config --libs $(COROSYNC_PKGS))
 
 # The dlmd client library (o2dlm.h), for fsd, tools and programs.
 LIBO2DLM = $(BUILD)/libo2dlm.a

@@ -39,6 +39,7 @@ struct clinfo {
 	int		 count_line;
 	enum cc_hb_mode	 mode;
 	unsigned	 interval;
+	enum cc_stack	 stack;
 	int		 line;
 };
 
@@ -57,7 +58,7 @@ struct parser {
 };
 
 static const char *const cluster_keys[] = {
-	"name", "node_count", "heartbeat_mode", "heartbeat_interval_ms", NULL
+	"name", "node_count", "heartbeat_mode", "heartbeat_interval_ms", "stack", NULL
 };
 static const char *const node_keys[] = {
 	"name", "number", "ip_address", "ip_port", "cluster", NULL
@@ -68,6 +69,8 @@ static const char *const *const st_keys[] = {
 };
 
 static const char *const fence_names[] = { "kill", "reset", "panic" };
+/* As the stack names ocfs2-tools writes into a volume (OCFS2_STACK_LABEL_LEN). */
+static const char *const stack_names[] = { "o2cb", "pcmk" };
 
 /* ASCII only: the grammar must not depend on the caller's locale. */
 static int
@@ -454,6 +457,11 @@ cc_cluster(struct parser *p, const struct stanza *st, struct clinfo *ci)
 	if ((a = cc_optional(st, "heartbeat_interval_ms")) != NULL &&
 	    cc_number(p, a, 100, 60000, &ci->interval) == -1)
 		return -1;
+	ci->stack = CC_STACK_O2CB;
+	if ((a = cc_optional(st, "stack")) != NULL &&
+	    cc_stack_parse(a->val, &ci->stack) == -1)
+		return cc_fail(p, a->line, "invalid stack '%s' (expected o2cb or pcmk)",
+		    a->val);
 	return 0;
 }
 
@@ -616,6 +624,7 @@ cc_build(struct parser *p, const char *want, struct cluster_conf *cc)
 	cc->node_count = sel->node_count;
 	cc->hb_mode = sel->mode;
 	cc->hb_interval_ms = sel->interval;
+	cc->stack = sel->stack;
 
 	for (i = 0; i < p->nst; i++) {
 		st = &p->st[i];
@@ -947,6 +956,33 @@ cc_fence_method_name(enum cc_fence_method m)
 	if ((unsigned)m >= sizeof(fence_names) / sizeof(fence_names[0]))
 		return "unknown";
 	return fence_names[m];
+}
+
+const char *
+cc_stack_name(enum cc_stack s)
+{
+	if ((unsigned)s >= sizeof(stack_names) / sizeof(stack_names[0]))
+		return "unknown";
+	return stack_names[s];
+}
+
+const char *
+cc_stack_daemon(enum cc_stack s)
+{
+	return s == CC_STACK_PCMK ? "pcmkd" : "hbd";
+}
+
+int
+cc_stack_parse(const char *s, enum cc_stack *out)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(stack_names) / sizeof(stack_names[0]); i++)
+		if (strcmp(s, stack_names[i]) == 0) {
+			*out = (enum cc_stack)i;
+			return 0;
+		}
+	return -1;
 }
 
 int

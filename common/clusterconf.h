@@ -18,6 +18,8 @@
 
 enum cc_hb_mode { CC_HB_LOCAL = 0, CC_HB_GLOBAL = 1 };
 enum cc_fence_method { CC_FENCE_KILL = 0, CC_FENCE_RESET = 1, CC_FENCE_PANIC = 2 };
+/* Who says which nodes are alive: hbd's disk heartbeat, or corosync (pcmkd). */
+enum cc_stack { CC_STACK_O2CB = 0, CC_STACK_PCMK = 1 };
 
 struct cc_node {
 	char		name[CC_NODE_NAME_MAX + 1];
@@ -52,6 +54,7 @@ struct cluster_conf {
 	struct cc_region regions[CC_MAX_REGIONS];
 	struct cc_tunables tun;
 	unsigned	hb_interval_ms;		/* cluster: heartbeat_interval_ms (ours), 2000 */
+	enum cc_stack	stack;			/* cluster: stack (ours), o2cb */
 };
 
 /*
@@ -106,6 +109,10 @@ int	cc_valid_node_name(const char *name);	/* 1-64 of [A-Za-z0-9._-] */
 int	cc_valid_region_name(const char *name);
 
 const char *cc_fence_method_name(enum cc_fence_method m);
+const char *cc_stack_name(enum cc_stack s);
+int	cc_stack_parse(const char *s, enum cc_stack *out);
+/* The daemon that serves membership on <rundir>/<name>.sock: "hbd" or "pcmkd". */
+const char *cc_stack_daemon(enum cc_stack s);
 int	cc_fence_method_parse(const char *s, enum cc_fence_method *m);
 
 #endif

@@ -100,6 +100,25 @@ daemon_check_config(const struct daemon_args *a, const char *node,
 	return cc;
 }
 
+const char *
+daemon_membership(const struct daemon_args *a, const char *node)
+{
+	struct cluster_conf *cc;
+	const struct cc_node *self;
+	const char *d;
+	char err[CC_ERR_MAX];
+
+	if ((cc = cc_load(a->conf_path, a->tunables_path, 0, NULL,
+	    node != NULL ? node : host_node_name(), &self, err, sizeof(err), NULL,
+	    NULL)) == NULL) {
+		log_info("stack unknown (%s): membership from hbd", err);
+		return cc_stack_daemon(CC_STACK_O2CB);
+	}
+	d = cc_stack_daemon(cc->stack);
+	free(cc);
+	return d;
+}
+
 static void
 stop_signal(evutil_socket_t sig, short ev, void *arg)
 {

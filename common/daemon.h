@@ -44,6 +44,14 @@ struct cluster_conf *daemon_check_config(const struct daemon_args *,
 	    const char *node, const struct cc_node **self);
 
 /*
+ * The daemon that tells this node's membership, by the stack the
+ * configuration files choose: "hbd" (o2cb) or "pcmkd" (pcmk). Files
+ * that cannot be loaded mean hbd, the stack that needs no choosing
+ * (logged); -n and nmd report what is wrong with them.
+ */
+const char *daemon_membership(const struct daemon_args *, const char *node);
+
+/*
  * Stopping takes a while (hbd leaves its regions, dlmd its domains): the
  * daemon's stop starts it and calls daemon_stop_when(); NULL ends the
  * loop at once. SIGHUP runs reload, or is ignored when it is NULL: the

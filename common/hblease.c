@@ -37,8 +37,8 @@ hblease_margin_us(unsigned interval_ms, unsigned dead_threshold)
 }
 
 int
-hblease_open(const char *rundir, const char *region, struct hblease_view *v,
-    char *err, size_t errlen)
+hblease_open(const char *rundir, const char *daemon, const char *region,
+    struct hblease_view *v, char *err, size_t errlen)
 {
 	char path[4096];
 	const struct hblease *l;
@@ -46,7 +46,7 @@ hblease_open(const char *rundir, const char *region, struct hblease_view *v,
 
 	memset(v, 0, sizeof(*v));
 	v->fd = -1;
-	snprintf(path, sizeof(path), "%s/%s", rundir, HBLEASE_FILE);
+	snprintf(path, sizeof(path), "%s/%s.lease", rundir, daemon);
 	if ((v->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
@@ -60,7 +60,7 @@ hblease_open(const char *rundir, const char *region, struct hblease_view *v,
 	}
 	v->map = l;
 	if (l->magic != HBLEASE_MAGIC || l->version != HBLEASE_VERSION) {
-		snprintf(err, errlen, "%s: not a lease file of this hbd version", path);
+		snprintf(err, errlen, "%s: not a lease file of this %s version", path, daemon);
 		hblease_close(v);
 		return -1;
 	}
@@ -72,7 +72,7 @@ hblease_open(const char *rundir, const char *region, struct hblease_view *v,
 			return 0;
 		}
 	}
-	snprintf(err, errlen, "%s: hbd holds no lease for region %s", path, region);
+	snprintf(err, errlen, "%s: %s holds no lease for region %s", path, daemon, region);
 	hblease_close(v);
 	return -1;
 }

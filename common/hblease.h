@@ -17,7 +17,7 @@
 
 #include "clusterconf.h"
 
-#define HBLEASE_FILE		"hbd.lease"
+#define HBLEASE_FILE		"hbd.lease"	/* hbd's; pcmkd keeps pcmkd.lease */
 #define HBLEASE_MAGIC		0x4c48324fu	/* "O2HL" */
 #define HBLEASE_VERSION		2
 #define HBLEASE_MAX_NODES	255
@@ -78,9 +78,12 @@ struct hblease_view {
 
 uint64_t hblease_now_us(void);
 
-/* Map the lease file of rundir and find region's entry; -1 with err set. */
-int	hblease_open(const char *rundir, const char *region, struct hblease_view *,
-	    char *err, size_t errlen);
+/*
+ * Map the lease file daemon keeps in rundir (<daemon>.lease: hbd's, or
+ * pcmkd's on the pcmk stack) and find region's entry; -1 with err set.
+ */
+int	hblease_open(const char *rundir, const char *daemon, const char *region,
+	    struct hblease_view *, char *err, size_t errlen);
 void	hblease_close(struct hblease_view *);
 
 /* When the lease ends (0: revoked or the entry no longer names the region). */

@@ -287,7 +287,8 @@ struct dlmd {
 	unsigned		 local_node;
 	struct ipc_server	*ipc;
 	struct ipc_conn		*netd;
-	struct ipc_conn		*hbd;
+	const char		*membership;	/* hbd, or pcmkd on the pcmk stack */
+	struct ipc_conn		*hbd;		/* to it */
 	int			 netd_up;
 	int			 hbd_up;
 	int			 guarded;	/* hbd guards our locks; -1: not told yet */
@@ -440,6 +441,8 @@ void	lvb_handlers_init(void);
 
 /* hblink.c: hbd's node events. */
 void	hbd_link_start(struct dlmd *);
+/* At exit: what the link keeps of the membership daemon's regions. */
+void	hbd_link_free(struct dlmd *);
 int	hbd_steady(const struct dlmd *);
 void	hbd_guard_update(struct dlmd *);
 

@@ -112,7 +112,7 @@ hblink_subscribed(const Envelope *rep, void *arg)
 	/* Told on or off, whichever: a restarted hbd holds us to what we
 	 * told the earlier one until we speak (hbd/holders.c). */
 	dd->guarded = -1;
-	log_info("subscribed to hbd's node events");
+	log_info("subscribed to %s's node events", dd->membership);
 	hbd_guard_update(dd);
 	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS)
 		return;
@@ -243,8 +243,19 @@ hblink_up(struct ipc_conn *c, void *arg)
 }
 
 void
+hbd_link_free(struct dlmd *dd)
+{
+	size_t i;
+
+	for (i = 0; i < CC_MAX_REGIONS; i++) {
+		free(dd->regions[i]);
+		dd->regions[i] = NULL;
+	}
+}
+
+void
 hbd_link_start(struct dlmd *dd)
 {
-	ipc_redial(dd->base, dd->rundir, "hbd", HBD_RETRY_MS, hblink_event, hblink_up,
+	ipc_redial(dd->base, dd->rundir, dd->membership, HBD_RETRY_MS, hblink_event, hblink_up,
 	    hblink_down, dd);
 }

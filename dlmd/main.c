@@ -76,6 +76,7 @@ main(int argc, char *argv[])
 	dd.node_name = args.node_name != NULL ? args.node_name : host_node_name();
 	if (args.check_only)
 		return check_config(&args, dd.node_name);
+	dd.membership = daemon_membership(&args, dd.node_name);
 
 	srandom((unsigned)getpid() ^ (unsigned)now_ms());
 	dd.local_node = DLM_NODE_NONE;
@@ -96,6 +97,7 @@ main(int argc, char *argv[])
 	daemon_run(d);
 
 	ipc_server_free(dd.ipc);
+	hbd_link_free(&dd);
 	free(sock);
 	return dd.exit_status;
 }

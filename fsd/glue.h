@@ -118,9 +118,13 @@ struct fsd_stack *stack_attach(struct fsd *fs, const char *rundir, unsigned wait
 	    struct fsd_stack_info *si, char *err, size_t errlen);
 void	 stack_detach(struct fsd_stack *st);
 
-/* lease.c: registered as a disk writer, every transfer under hbd's lease. */
+/*
+ * lease.c: registered as a disk writer, every transfer under the lease
+ * of the membership daemon (hbd, or pcmkd on the pcmk stack).
+ */
 struct fsd_lease;
-struct fsd_lease *lease_start(struct fsd *fs, const char *rundir, char *err, size_t errlen);
+struct fsd_lease *lease_start(struct fsd *fs, const char *rundir, const char *daemon,
+	    char *err, size_t errlen);
 void	 lease_stop(struct fsd *fs, struct fsd_lease *l);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * fsd as one of this node's disk writers: registered with hbd (fencing
- * kills it), and writing only under hbd's heartbeat lease
+ * kills it), and writing only under hbd's heartbeat lease (on the pcmk
+ * stack pcmkd stands for hbd here: same protocol, same lease format)
  * (common/hblease.h). Every transfer to or from the volume asks the
  * lease first (lease_gate, the volume's I/O gate): while it runs, at
  * the cost of a clock read; once it has run out, the transfer waits
@@ -43,7 +44,8 @@
 struct fsd_lease {
 	struct fsd		*fs;
 	struct hblease_view	 view;
-	char			*sock;		/* hbd.sock */
+	const char		*daemon;	/* hbd, or pcmkd on the pcmk stack */
+	char			*sock;		/* its socket */
 	char			 uuid[VOLUME_UUID_HEX + 1];
 	int			 hbd_fd;	/* our registration; -1 while hbd is away */
 	int			 stop[2];	/* unmount: the watcher ends */
@@ -54,7 +56,8 @@ struct fsd_lease {
 };
 
 static int
-writer_call(int fd, MsgType type, const char *uuid, char *err, size_t errlen)
+writer_call(const char *daemon, int fd, MsgType type, const char *uuid, char *err,
+    size_t errlen)
 {
 	Envelope req = ENVELOPE__INIT, *rep = NULL;
 	Hbd__RegisterWriter rw = HBD__REGISTER_WRITER__INIT;
@@ -68,11 +71,11 @@ writer_call(int fd, MsgType type, const char *uuid, char *err, size_t errlen)
 		req.register_writer = &rw;
 	}
 	if (ipc_sync_call(fd, &req, &rep, REGISTER_TIMEOUT_MS) == -1) {
-		snprintf(err, errlen, "hbd: no answer: %s", strerror(errno));
+		snprintf(err, errlen, "%s: no answer: %s", daemon, strerror(errno));
 		return -1;
 	}
 	if (rep->status != 0) {
-		snprintf(err, errlen, "hbd: %s", rep->error && *rep->error ? rep->error :
+		snprintf(err, errlen, "%s: %s", daemon, rep->error && *rep->error ? rep->error :
 		    strerror((int)rep->status));
 		rc = -1;
 	}
@@ -86,10 +89,11 @@ register_writer(struct fsd_lease *l, char *err, size_t errlen)
 	int fd;
 
 	if ((fd = ipc_sync_connect(l->sock)) == -1) {
-		snprintf(err, errlen, "hbd is not running (%s: %s)", l->sock, strerror(errno));
+		snprintf(err, errlen, "%s is not running (%s: %s)", l->daemon, l->sock,
+		    strerror(errno));
 		return -1;
 	}
-	if (writer_call(fd, MSG_TYPE__MSG_HBD_REGISTER_WRITER, l->uuid, err, errlen) == -1) {
+	if (writer_call(l->daemon, fd, MSG_TYPE__MSG_HBD_REGISTER_WRITER, l->uuid, err, errlen) == -1) {
 		close(fd);
 		return -1;
 	}
@@ -113,7 +117,7 @@ lease_check(struct fsd_lease *l)
 	uint64_t exp = hblease_expires_us(&l->view);
 
 	if (exp == 0)
-		lease_lose(l, "revoked by hbd: fenced, or the region stopped");
+		lease_lose(l, "revoked: fenced, quorum lost, or the region stopped");
 	else if (hblease_now_us() >= hblease_final_us(&l->view, exp))
 		lease_lose(l, "not renewed before the other nodes could declare this "
 		    "node dead");
@@ -134,13 +138,13 @@ lease_gate(void *arg, int write)
 	if (!atomic_load(&l->lost) && hblease_expires_us(&l->view) > now)
 		return 0;
 	if ((exp = hblease_expires_us(&l->view)) == 0) {
-		lease_lose(l, "revoked by hbd: fenced, or the region stopped");
+		lease_lose(l, "revoked: fenced, quorum lost, or the region stopped");
 	} else if (!atomic_load(&l->lost)) {
 		final = hblease_final_us(&l->view, exp);
 		if (!atomic_exchange(&l->waiting, 1))
 			log_warnx("heartbeat lease of region %s ran out: disk I/O waits up "
-			    "to %llu ms for hbd to renew it", l->uuid,
-			    (unsigned long long)(final > now ? (final - now) / 1000 : 0));
+			    "to %llu ms for %s to renew it", l->uuid,
+			    (unsigned long long)(final > now ? (final - now) / 1000 : 0), l->daemon);
 		while ((now = hblease_now_us()) < final) {
 			if ((exp = hblease_expires_us(&l->view)) > now) {
 				if (atomic_exchange(&l->waiting, 0))
@@ -151,14 +155,14 @@ lease_gate(void *arg, int write)
 				break;
 			usleep(RENEW_POLL_US);
 		}
-		lease_lose(l, exp == 0 ? "revoked by hbd" : "not renewed before the other "
+		lease_lose(l, exp == 0 ? "revoked" : "not renewed before the other "
 		    "nodes could declare this node dead");
 	}
 	errno = EIO;
 	return -1;
 }
 
-/* Until unmount: register again with a restarted hbd; check the lease. */
+/* Until unmount: register again with a restarted hbd (pcmkd); check the lease. */
 static void *
 watcher(void *arg)
 {
@@ -186,9 +190,9 @@ watcher(void *arg)
 			l->hbd_fd = -1;
 			now = hblease_now_us();
 			exp = hblease_expires_us(&l->view);
-			log_warnx("hbd went away; the heartbeat lease of region %s has %llu "
-			    "ms left for a restarted hbd to renew it", l->uuid,
-			    (unsigned long long)(exp > now ? (exp - now) / 1000 : 0));
+			log_warnx("%s went away; the heartbeat lease of region %s has %llu "
+			    "ms left for a restarted %s to renew it", l->daemon, l->uuid,
+			    (unsigned long long)(exp > now ? (exp - now) / 1000 : 0), l->daemon);
 			logged = 0;
 			continue;
 		}
@@ -200,13 +204,14 @@ watcher(void *arg)
 			continue;
 		}
 		l->hbd_fd = fd;
-		log_info("registered again with hbd as a disk writer of region %s", l->uuid);
+		log_info("registered again with %s as a disk writer of region %s", l->daemon,
+		    l->uuid);
 	}
 	return NULL;
 }
 
 struct fsd_lease *
-lease_start(struct fsd *fs, const char *rundir, char *err, size_t errlen)
+lease_start(struct fsd *fs, const char *rundir, const char *daemon, char *err, size_t errlen)
 {
 	struct fsd_lease *l = xcalloc(1, sizeof(*l));
 
@@ -214,9 +219,10 @@ lease_start(struct fsd *fs, const char *rundir, char *err, size_t errlen)
 	l->hbd_fd = l->stop[0] = l->stop[1] = -1;
 	l->view.fd = -1;
 	snprintf(l->uuid, sizeof(l->uuid), "%s", fs->vol.uuid);
-	xasprintf(&l->sock, "%s/hbd.sock", rundir);
+	l->daemon = daemon;
+	xasprintf(&l->sock, "%s/%s.sock", rundir, daemon);
 	if ((l->hbd_fd = register_writer(l, err, errlen)) == -1 ||
-	    hblease_open(rundir, l->uuid, &l->view, err, errlen) == -1)
+	    hblease_open(rundir, daemon, l->uuid, &l->view, err, errlen) == -1)
 		goto fail;
 	if (pipe2(l->stop, O_CLOEXEC) == -1) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -253,7 +259,7 @@ lease_stop(struct fsd *fs, struct fsd_lease *l)
 		pthread_join(l->watcher, NULL);
 	}
 	if (l->hbd_fd >= 0) {
-		if (writer_call(l->hbd_fd, MSG_TYPE__MSG_HBD_UNREGISTER_WRITER, NULL, err,
+		if (writer_call(l->daemon, l->hbd_fd, MSG_TYPE__MSG_HBD_UNREGISTER_WRITER, NULL, err,
 		    sizeof(err)) == -1)
 			log_warnx("unregistering as a disk writer: %s", err);
 		close(l->hbd_fd);

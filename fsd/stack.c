@@ -1,6 +1,8 @@
 /*
  * Joining the local cluster stack at mount (mount.ocfs2's "group join"):
- * nmd must run the volume's cluster, hbd heartbeats on the volume's
+ * nmd must run the volume's cluster on the volume's stack (o2cb or pcmk,
+ * whose membership daemon, pcmkd, speaks hbd's protocol and stands for
+ * hbd below), hbd heartbeats on the volume's
  * region (acquired through nmd on a connection that lives as long as the
  * mount, so the region goes when fsd goes), and netd links every node
  * that heartbeats. fsd then registers with hbd as a disk writer: if this
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clusterconf.h"
 #include "ipc.h"
 #include "log.h"
 #include "util.h"
@@ -67,8 +70,21 @@ daemon_call(int fd, const char *daemon, Envelope *req, Envelope__PayloadCase wan
 	return rep;
 }
 
+/*
+ * The volume's stack as mkfs.ocfs2 recorded it: pcmk volumes carry the
+ * userspace-stack feature and its name; o2cb ones name o2cb, or nothing
+ * when made before the cluster-info feature.
+ */
+static const char *
+volume_stack(const struct fsd *fs)
+{
+	return fs->vol.cluster_stack[0] != '\0' ? fs->vol.cluster_stack :
+	    cc_stack_name(CC_STACK_O2CB);
+}
+
+/* The volume against this node's stack and cluster; *stack: this node's. */
 static int
-check_cluster(struct fsd *fs, int nmd, char *err, size_t errlen)
+check_cluster(struct fsd *fs, int nmd, enum cc_stack *stack, char *err, size_t errlen)
 {
 	Envelope req = ENVELOPE__INIT, *rep;
 	int rc = 0;
@@ -76,8 +92,16 @@ check_cluster(struct fsd *fs, int nmd, char *err, size_t errlen)
 	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
 	if ((rep = daemon_call(nmd, "nmd", &req, ENVELOPE__PAYLOAD_CONFIG, err, errlen)) == NULL)
 		return -1;
+	/* an nmd that names no stack knows only o2cb */
+	if (cc_stack_parse(rep->config->stack, stack) == -1)
+		*stack = CC_STACK_O2CB;
 	if (rep->config->cluster[0] == '\0') {
 		snprintf(err, errlen, "nmd has no cluster configured");
+		rc = -1;
+	} else if (strcmp(volume_stack(fs), cc_stack_name(*stack)) != 0) {
+		snprintf(err, errlen, "the volume uses cluster stack \"%s\" (cluster \"%s\"); "
+		    "this node runs stack \"%s\"", volume_stack(fs), fs->vol.cluster_name,
+		    cc_stack_name(*stack));
 		rc = -1;
 	} else if (fs->vol.cluster_name[0] != '\0' &&
 	    strcmp(fs->vol.cluster_name, rep->config->cluster) != 0) {
@@ -116,9 +140,13 @@ acquire_region(struct fsd *fs, int nmd, char *err, size_t errlen)
 	return 0;
 }
 
-/* hbd's view: 1 when our region is steady, 0 not yet, -1 failed (err set). */
+/*
+ * The membership daemon's view (hbd's, or pcmkd's on the pcmk stack):
+ * 1 when our region is steady, 0 not yet, -1 failed (err set).
+ */
 static int
-region_state(int hbd, const char *uuid, unsigned *interval_ms, char *err, size_t errlen)
+region_state(int hbd, const char *daemon, const char *uuid, unsigned *interval_ms, char *err,
+    size_t errlen)
 {
 	Envelope req = ENVELOPE__INIT, *rep;
 	const Hbd__HbStatus *st;
@@ -126,7 +154,7 @@ region_state(int hbd, const char *uuid, unsigned *interval_ms, char *err, size_t
 	int state = 0;
 
 	req.type = MSG_TYPE__MSG_HBD_STATUS;
-	if ((rep = daemon_call(hbd, "hbd", &req, ENVELOPE__PAYLOAD_HB_STATUS, err, errlen)) == NULL)
+	if ((rep = daemon_call(hbd, daemon, &req, ENVELOPE__PAYLOAD_HB_STATUS, err, errlen)) == NULL)
 		return -1;
 	st = rep->hb_status;
 	*interval_ms = st->interval_ms;
@@ -183,6 +211,8 @@ stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_st
 {
 	struct fsd_stack *st = xcalloc(1, sizeof(*st));
 	char missing[512];
+	const char *membership = NULL;
+	enum cc_stack stack;
 	unsigned interval = 0;
 	uint64_t deadline;
 	int hbd = -1, netd = -1, s;
@@ -190,8 +220,9 @@ stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_st
 	st->fs = fs;
 	st->nmd_fd = -1;
 	if ((st->nmd_fd = connect_daemon(rundir, "nmd", err, errlen)) == -1 ||
-	    check_cluster(fs, st->nmd_fd, err, errlen) == -1 ||
-	    (hbd = connect_daemon(rundir, "hbd", err, errlen)) == -1 ||
+	    check_cluster(fs, st->nmd_fd, &stack, err, errlen) == -1 ||
+	    (hbd = connect_daemon(rundir, membership = cc_stack_daemon(stack), err,
+	    errlen)) == -1 ||
 	    (netd = connect_daemon(rundir, "netd", err, errlen)) == -1 ||
 	    acquire_region(fs, st->nmd_fd, err, errlen) == -1)
 		goto fail;
@@ -199,7 +230,7 @@ stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_st
 	if (wait_ms == 0)
 		wait_ms = LINK_WAIT_MS;
 	deadline = now_ms() + wait_ms;
-	while ((s = region_state(hbd, fs->vol.uuid, &interval, err, errlen)) == 0) {
+	while ((s = region_state(hbd, membership, fs->vol.uuid, &interval, err, errlen)) == 0) {
 		if (now_ms() > deadline) {
 			snprintf(err, errlen, "heartbeat on the volume is not steady after %u s",
 			    wait_ms / 1000);
@@ -219,7 +250,7 @@ stack_attach(struct fsd *fs, const char *rundir, unsigned wait_ms, struct fsd_st
 	}
 	if (s == -1)
 		goto fail;
-	if ((st->lease = lease_start(fs, rundir, err, errlen)) == NULL)
+	if ((st->lease = lease_start(fs, rundir, membership, err, errlen)) == NULL)
 		goto fail;
 	close(hbd);
 	close(netd);

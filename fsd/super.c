@@ -46,7 +46,8 @@ static const struct feature_name {
 
 /*
  * What fsd implements. The max-compat feature level plus what a
- * clustered mkfs adds (extended-slotmap, clusterinfo), what a local
+ * clustered mkfs adds (extended-slotmap, clusterinfo; userspace-stack on
+ * the pcmk stack, matched against this node's in stack.c), what a local
  * volume carries (local), sparse files with unwritten extents
  * (doc/sparse-unwritten.md), inline data (doc/inline-data.md) and
  * discontiguous suballocator groups (doc/discontig-bg.md), metadata
@@ -57,6 +58,7 @@ static const struct feature_name {
 #define FSD_INCOMPAT_SUPP	(OCFS2_FEATURE_INCOMPAT_LOCAL_MOUNT | \
 				 OCFS2_FEATURE_INCOMPAT_EXTENDED_SLOT_MAP | \
 				 OCFS2_FEATURE_INCOMPAT_CLUSTERINFO | \
+				 OCFS2_FEATURE_INCOMPAT_USERSPACE_STACK | \
 				 OCFS2_FEATURE_INCOMPAT_SPARSE_ALLOC | \
 				 OCFS2_FEATURE_INCOMPAT_DISCONTIG_BG | \
 				 OCFS2_FEATURE_INCOMPAT_INLINE_DATA | \
@@ -410,16 +412,6 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	fs->steal_slot[SUBALLOC_INODE] = fs->steal_slot[SUBALLOC_EXTENT] = -1;
 	if (volume_open(device, o->readonly ? O_RDONLY : O_RDWR, &fs->vol, err, errlen) == -1)
 		return -1;
-	/*
-	 * Before the features: another stack's volume carries the
-	 * userspace-stack feature, and its stack is the cause to name.
-	 */
-	if (cluster_mount(fs, o) && strcmp(fs->vol.cluster_stack, "o2cb") != 0 &&
-	    fs->vol.cluster_stack[0] != '\0') {
-		snprintf(err, errlen, "the volume uses cluster stack \"%s\" (cluster \"%s\"); "
-		    "this node runs o2cb", fs->vol.cluster_stack, fs->vol.cluster_name);
-		goto fail;
-	}
 	if (ctl_start(fs, mount_rundir(o), o->mountpoint, err, errlen) == -1)
 		goto fail;
 	if (super_check_features(fs->vol.compat, fs->vol.incompat, fs->vol.ro_compat,

@@ -56,7 +56,7 @@ on_subscribed(const Envelope *rep, void *arg)
 		return;
 	}
 	nd->hbd_connected = 1;
-	log_info("subscribed to hbd's node events");
+	log_info("subscribed to %s's node events", nd->membership);
 	if (rep->payload_case != ENVELOPE__PAYLOAD_HB_STATUS)
 		return;
 	st = rep->hb_status;
@@ -159,7 +159,7 @@ hbd_up(struct ipc_conn *c, void *arg)
 void
 hb_start(struct netd *nd)
 {
-	ipc_redial(nd->base, nd->rundir, "hbd", HBD_RETRY_MS, hbd_event, hbd_up,
+	ipc_redial(nd->base, nd->rundir, nd->membership, HBD_RETRY_MS, hbd_event, hbd_up,
 	    hbd_down, nd);
 }
 

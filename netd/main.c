@@ -85,6 +85,7 @@ main(int argc, char *argv[])
 	load_key(&nd);
 	if (args.check_only)
 		return check_config(&args, &nd);
+	nd.membership = daemon_membership(&args, args.node_name);
 
 	if ((nd.base = event_base_new()) == NULL)
 		fatalx("event_base_new");

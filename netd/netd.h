@@ -371,7 +371,8 @@ struct netd {
 	struct event		*nmd_wait;	/* for the first configuration */
 	int			 configured;	/* it came: netd serves */
 	void			(*on_configured)(struct netd *);
-	struct ipc_conn		*hbd;
+	const char		*membership;	/* hbd, or pcmkd on the pcmk stack */
+	struct ipc_conn		*hbd;		/* to it */
 	int			 hbd_connected;
 	int			 hbd_fenced;	/* hbd has our fence on record */
 };

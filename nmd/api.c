@@ -68,6 +68,7 @@ handle_get_config(struct ipc_conn *c, const Envelope *req)
 	cfg.local_node = NM_NODE_UNSET;
 	cfg.fence_method = "";
 	cfg.heartbeat_mode = "";
+	cfg.stack = "";
 	if (cl != NULL) {
 		cfg.idle_timeout_ms = cl->idle_timeout_ms;
 		cfg.keepalive_delay_ms = cl->keepalive_delay_ms;
@@ -76,6 +77,7 @@ handle_get_config(struct ipc_conn *c, const Envelope *req)
 		cfg.dead_threshold = cl->dead_threshold;
 		cfg.heartbeat_mode = cl->hb_mode == CC_HB_GLOBAL ? "global" : "local";
 		cfg.heartbeat_interval_ms = cl->hb_interval_ms;
+		cfg.stack = (char *)cc_stack_name(cl->stack);
 		cfg.n_global_regions = cl->nglobal_regions;
 		cfg.global_regions = cl->global_regions;
 		if ((local = nm_local_node(nm)) != NULL)

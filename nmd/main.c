@@ -40,9 +40,41 @@ refuse_second_instance(const char *rundir)
 	free(path);
 }
 
+/*
+ * --stack-is NAME, for a unit's ExecCondition=: 0 when cluster.conf
+ * chooses that stack, 1 when another (systemd skips the unit), 255 when
+ * the files are bad or NAME is unknown (the unit fails, saying why).
+ */
+static int
+stack_matches(struct nmd *nm, const char *name)
+{
+	struct cluster_conf *cc;
+	const struct cc_node *self;
+	enum cc_stack want;
+	char err[CC_ERR_MAX];
+	int rc;
+
+	if (cc_stack_parse(name, &want) == -1) {
+		fprintf(stderr, "nmd: unknown stack \"%s\" (expected o2cb or pcmk)\n", name);
+		return 255;
+	}
+	if ((cc = nm_parse_config(nm, &self, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "%s\n", err);
+		return 255;
+	}
+	rc = cc->stack == want ? 0 : 1;
+	if (rc != 0)
+		printf("%s: cluster %s runs stack %s, not %s\n", nm->conf_path, cc->name,
+		    cc_stack_name(cc->stack), name);
+	free(cc);
+	return rc;
+}
+
 int
 main(int argc, char *argv[])
 {
+	static const char *stack_is;
+	static const struct daemon_opt stack_is_opt = { "stack-is", "NAME", &stack_is, NULL };
 	struct daemon_args args;
 	struct nmd nm = { 0 };
 	struct daemon *d;
@@ -53,20 +85,23 @@ main(int argc, char *argv[])
 	size_t nok, nbad;
 	int restored;
 
-	daemon_args_parse("nmd", argc, argv, NULL, 0, &args);
+	daemon_args_parse("nmd", argc, argv, &stack_is_opt, 1, &args);
 	nm.conf_path = args.conf_path;
 	nm.tunables_path = args.tunables_path;
 	nm.rundir = args.rundir;
 	nm.node_name = args.node_name != NULL ? args.node_name : host_node_name();
+
+	if (stack_is != NULL)
+		return stack_matches(&nm, stack_is);
 
 	if (args.check_only) {
 		if ((cc = nm_parse_config(&nm, &self, err, sizeof(err))) == NULL) {
 			fprintf(stderr, "%s\n", err);
 			return 1;
 		}
-		printf("%s: configuration OK (cluster %s, %zu nodes, local node "
-		    "%s number %u)\n", nm.conf_path, cc->name, cc->nnodes,
-		    self->name, self->num);
+		printf("%s: configuration OK (cluster %s, stack %s, %zu nodes, local node "
+		    "%s number %u)\n", nm.conf_path, cc->name, cc_stack_name(cc->stack),
+		    cc->nnodes, self->name, self->num);
 		free(cc);
 		return 0;
 	}

@@ -84,6 +84,7 @@ struct nm_cluster {
 	unsigned	dead_threshold;
 	enum cc_hb_mode	hb_mode;
 	unsigned	hb_interval_ms;
+	enum cc_stack	stack;		/* chosen at start: changing it needs a restart */
 	char		**global_regions;	/* heartbeat: stanzas (global mode) */
 	size_t		nglobal_regions;
 };
@@ -237,6 +238,7 @@ struct nm_state {
 	unsigned	 dead_threshold;
 	enum cc_hb_mode	 hb_mode;
 	unsigned	 hb_interval_ms;
+	enum cc_stack	 stack;
 	char		**global_regions;
 	size_t		 nglobal_regions;
 	struct nm_state_node *nodes;

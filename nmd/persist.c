@@ -157,6 +157,7 @@ snapshot(struct nmd *nm, struct nm_state *st)
 		st->dead_threshold = c->dead_threshold;
 		st->hb_mode = c->hb_mode;
 		st->hb_interval_ms = c->hb_interval_ms;
+		st->stack = c->stack;
 		st->global_regions = xcalloc(c->nglobal_regions + 1, sizeof(char *));
 		for (i = 0; i < c->nglobal_regions; i++)
 			st->global_regions[i] = xstrdup(c->global_regions[i]);
@@ -311,6 +312,7 @@ restore_cluster(struct nmd *nm, struct nm_item *ci, const struct nm_state *st)
 		restore_attr(nm, hb, "mode", "%s", st->hb_mode == CC_HB_GLOBAL ? "global" : "local");
 	if (st->hb_interval_ms != c->hb_interval_ms)
 		restore_attr(nm, hb, "interval_ms", "%u", st->hb_interval_ms);
+	c->stack = st->stack;
 	c->global_regions = xcalloc(st->nglobal_regions + 1, sizeof(char *));
 	for (i = 0; i < st->nglobal_regions; i++)
 		c->global_regions[i] = xstrdup(st->global_regions[i]);

@@ -179,6 +179,24 @@ apply_cluster(struct nmd *nm, const struct cluster_conf *cc, struct lines *ok,
 	}
 }
 
+/*
+ * The stack decides which daemons run (hbd or pcmkd) and which volumes
+ * mount: taken when the cluster is made, changed only by a restart.
+ */
+static void
+apply_stack(struct nmd *nm, const struct cluster_conf *cc, int created, struct lines *ok,
+    struct lines *bad)
+{
+	struct nm_cluster *c = nm_cluster(nm);
+
+	if (created) {
+		c->stack = cc->stack;
+		line_add(ok, "stack %s", cc_stack_name(cc->stack));
+	} else if (c->stack != cc->stack)
+		line_add(bad, "stack %s -> %s refused: the stack changes only when the node's "
+		    "daemons restart", cc_stack_name(c->stack), cc_stack_name(cc->stack));
+}
+
 /* Heartbeat settings can change only while no region runs. */
 static void
 apply_heartbeat(struct nmd *nm, const struct cluster_conf *cc, struct lines *ok,
@@ -243,7 +261,7 @@ nm_load(struct nmd *nm, int initial, char ***applied, size_t *napplied,
 	struct cluster_conf *cc;
 	struct nm_item *ci;
 	uint64_t fingerprint;
-	int rc;
+	int created = 0, rc;
 
 	if (!initial)
 		notify_reloading();
@@ -261,10 +279,13 @@ nm_load(struct nmd *nm, int initial, char ***applied, size_t *napplied,
 	if ((ci = nm_cluster_item(nm)) == NULL) {
 		if ((rc = nm_mkdir(nm, nm->subsys, cc->name, &ci)) != 0)
 			line_add(&bad, "cluster %s: %s", cc->name, strerror(rc));
-		else
+		else {
+			created = 1;
 			line_add(&ok, "cluster %s created", cc->name);
+		}
 	}
 	if (ci != NULL) {
+		apply_stack(nm, cc, created, &ok, &bad);
 		apply_cluster(nm, cc, &ok, &bad);
 		apply_heartbeat(nm, cc, &ok, &bad);
 		apply_nodes(nm, cc, self, &ok, &bad);

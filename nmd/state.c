@@ -88,6 +88,7 @@ nm_state_format(const struct nm_state *st, size_t *len)
 		    st->reconnect_delay_ms, cc_fence_method_name(st->fence_method));
 		fprintf(f, "heartbeat %u %s %u\n", st->dead_threshold,
 		    st->hb_mode == CC_HB_GLOBAL ? "global" : "local", st->hb_interval_ms);
+		fprintf(f, "stack %s\n", cc_stack_name(st->stack));
 	}
 	for (i = 0; i < st->nglobal_regions; i++) {
 		fputs("global-region ", f);
@@ -274,6 +275,17 @@ rec_heartbeat(struct parse *p, char **f)
 	return 0;
 }
 
+/* Absent in a file of an older nmd: o2cb, the only stack it had. */
+static int
+rec_stack(struct parse *p, char **f)
+{
+	if (!p->st->has_cluster)
+		return bad(p, "stack before the cluster");
+	if (cc_stack_parse(f[0], &p->st->stack) == -1)
+		return bad(p, "bad stack \"%s\"", f[0] != NULL ? f[0] : "-");
+	return 0;
+}
+
 static int
 rec_global_region(struct parse *p, char **f)
 {
@@ -383,6 +395,7 @@ static const struct {
 	{ "config", 1, rec_config },
 	{ "cluster", 5, rec_cluster },
 	{ "heartbeat", 3, rec_heartbeat },
+	{ "stack", 1, rec_stack },
 	{ "global-region", 1, rec_global_region },
 	{ "node", 5, rec_node },
 	{ "region", 7, rec_region },

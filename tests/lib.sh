@@ -63,14 +63,17 @@ wait_for() {
 	done
 }
 
-# write_conf NODE...: cluster.conf ($CONF) of cluster alpha with these
+# write_conf NODE...: cluster.conf ($CONF) of cluster alpha (on stack
+# $CONF_STACK when set) with these
 # nodes (name:number:address), all on CONF_PORT (a port of the script's
 # own: scripts run side by side, tests/run)
 CONF_PORT=$((20000 + RANDOM % 20000))
 write_conf() {
 	local spec name num addr
 	{
-		printf 'cluster:\n\tname = alpha\n\tnode_count = %d\n\n' $#
+		printf 'cluster:\n\tname = alpha\n\tnode_count = %d\n' $#
+		[[ -z ${CONF_STACK:-} ]] || printf '\tstack = %s\n' "$CONF_STACK"
+		printf '\n'
 		for spec in "$@"; do
 			IFS=: read -r name num addr <<<"$spec"
 			printf 'node:\n\tname = %s\n\tnumber = %s\n\tip_address = %s\n\tip_port = %d\n\tcluster = alpha\n\n' \
@@ -95,6 +98,15 @@ status_linked() {
 		(.fenced | not) and (.nodes | length == $n) and
 		all(.nodes[] | select(.local | not);
 		    .heartbeat == "up" and .link == "up")'
+}
+
+# skip_script WHY: this environment cannot run the script at all. Says
+# "NAME: skipped: WHY", which tests/run counts as a skip (neither a pass
+# nor a failure), and exits. Only for what the machine lacks, never for
+# what the code does.
+skip_script() {
+	printf '%s: skipped: %s\n' "$TEST_NAME" "$1"
+	exit 0
 }
 
 finish() {

@@ -32,7 +32,7 @@ hbd_subscribe_sync(struct o2ctl *ctl, Hbd__Role role, Envelope **st)
 	Hbd__HbSubscribe sub = HBD__HB_SUBSCRIBE__INIT;
 	int fd;
 
-	if ((fd = ctl_connect(ctl, "hbd")) == -1)
+	if ((fd = ctl_connect(ctl, ctl_membership(ctl))) == -1)
 		return -1;
 	sub.role = role;
 	req.type = MSG_TYPE__MSG_HBD_SUBSCRIBE;
@@ -360,7 +360,7 @@ hbd_status_text(const Envelope *rep)
 static int
 heartbeat_status(struct o2ctl *ctl)
 {
-	return ctl_show(ctl, "hbd", MSG_TYPE__MSG_HBD_STATUS,
+	return ctl_show(ctl, ctl_membership(ctl), MSG_TYPE__MSG_HBD_STATUS,
 	    ENVELOPE__PAYLOAD_HB_STATUS, hbd_status_json, hbd_status_text);
 }
 
@@ -387,7 +387,7 @@ cmd_clear_fence(struct o2ctl *ctl, int argc, char **argv)
 	if (argc != 1)
 		return EX_USAGE;
 	req.type = MSG_TYPE__MSG_HBD_CLEAR_FENCE;
-	rc = ctl_call(ctl, "hbd", &req, &rep);
+	rc = ctl_call(ctl, ctl_membership(ctl), &req, &rep);
 	if (rep != NULL)
 		envelope__free_unpacked(rep, NULL);
 	return rc;
@@ -607,7 +607,7 @@ hbd_request_then_exec(struct o2ctl *ctl, Envelope *req, char **argv)
 	Envelope *rep = NULL;
 	int fd;
 
-	if ((fd = ctl_connect(ctl, "hbd")) == -1)
+	if ((fd = ctl_connect(ctl, ctl_membership(ctl))) == -1)
 		return EX_DOWN;
 	if (ipc_sync_call(fd, req, &rep, ctl->timeout_ms) == -1) {
 		fprintf(stderr, "o2ctl: hbd: %s\n", strerror(errno));

@@ -68,6 +68,7 @@ print_config_json(const Envelope *rep)
 	printf("{");
 	json_field_str(stdout, &first, "cluster", c->cluster);
 	json_field_str(stdout, &first, "config_file", c->config_file);
+	json_field_str(stdout, &first, "stack", c->stack);
 	json_field_uint(stdout, &first, "idle_timeout_ms", c->idle_timeout_ms);
 	json_field_uint(stdout, &first, "keepalive_delay_ms", c->keepalive_delay_ms);
 	json_field_uint(stdout, &first, "reconnect_delay_ms", c->reconnect_delay_ms);
@@ -110,6 +111,7 @@ print_config_text(const Envelope *rep)
 		return;
 	}
 	printf("cluster %s (from %s)\n", c->cluster, c->config_file);
+	printf("  stack       %s\n", c->stack);
 	printf("  heartbeat   mode %s, dead_threshold %u, interval %u ms\n",
 	    c->heartbeat_mode, c->dead_threshold, c->heartbeat_interval_ms);
 	printf("  network     idle timeout %u ms, keepalive %u ms, reconnect %u ms\n",

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clusterconf.h"
 #include "ipc.h"
 #include "log.h"
 #include "o2ctl.h"
@@ -88,6 +89,33 @@ ctl_connect(struct o2ctl *ctl, const char *daemon)
 		    path, strerror(errno));
 	free(path);
 	return fd;
+}
+
+/*
+ * The daemon that tells this node's membership, by the stack nmd runs:
+ * hbd, or pcmkd on pcmk. hbd when nmd does not answer or names no stack
+ * (an nmd of before the choice).
+ */
+const char *
+ctl_membership(struct o2ctl *ctl)
+{
+	Envelope req = ENVELOPE__INIT, *rep = NULL;
+	enum cc_stack stack = CC_STACK_O2CB;
+	char *path;
+	int fd;
+
+	xasprintf(&path, "%s/nmd.sock", ctl->rundir);
+	req.type = MSG_TYPE__MSG_NMD_GET_CONFIG;
+	if ((fd = ipc_sync_connect(path)) != -1 &&
+	    ipc_sync_call(fd, &req, &rep, ctl->timeout_ms) == 0 && rep->status == 0 &&
+	    rep->payload_case == ENVELOPE__PAYLOAD_CONFIG)
+		(void)cc_stack_parse(rep->config->stack, &stack);	/* unknown: o2cb */
+	if (rep != NULL)
+		envelope__free_unpacked(rep, NULL);
+	if (fd != -1)
+		close(fd);
+	free(path);
+	return cc_stack_daemon(stack);
 }
 
 /* One request, one reply; EX_* codes, with the daemon's reason printed. */

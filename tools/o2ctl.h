@@ -37,6 +37,8 @@ typedef int ctl_event_fn(struct o2ctl *, const Envelope *ev);
 /* o2ctl.c */
 int	ctl_call(struct o2ctl *, const char *daemon, Envelope *req, Envelope **rep);
 int	ctl_connect(struct o2ctl *, const char *daemon);
+/* "hbd", or "pcmkd" on a pcmk node: who serves hbd's protocol here. */
+const char *ctl_membership(struct o2ctl *);
 int	ctl_show(struct o2ctl *, const char *daemon, MsgType type,
 	    Envelope__PayloadCase payload, ctl_print_fn *json, ctl_print_fn *text);
 int	ctl_watch(struct o2ctl *, const char *daemon, uint32_t topics,

@@ -13,7 +13,8 @@
 
 struct view {
 	Envelope	*cfg;		/* nmd: required */
-	Envelope	*hb;		/* hbd: NULL when it does not answer */
+	const char	*membership;	/* the daemon hb came from: hbd, or pcmkd on pcmk */
+	Envelope	*hb;		/* it: NULL when it does not answer */
 	Envelope	*net;		/* netd: NULL when it does not answer */
 	Envelope	*dlm;		/* dlmd: NULL when it does not answer */
 	struct mounts	 mounts;	/* every fsd's status socket */
@@ -85,8 +86,9 @@ print_json(const struct view *v)
 
 	printf("{");
 	json_field_str(stdout, &first, "cluster", c->cluster);
+	json_field_str(stdout, &first, "stack", c->stack);
 	json_key(stdout, &first, "daemons");
-	printf("{\"nmd\":true,\"hbd\":%s,\"netd\":%s,\"dlmd\":%s}",
+	printf("{\"nmd\":true,\"%s\":%s,\"netd\":%s,\"dlmd\":%s}", v->membership,
 	    v->hb ? "true" : "false", v->net ? "true" : "false",
 	    v->dlm ? "true" : "false");
 	json_field_bool(stdout, &first, "fenced", v->hb != NULL && v->hb->hb_status->fenced);
@@ -134,8 +136,8 @@ print_text(const struct view *v)
 	const Nmd__Config *c = v->cfg->config;
 	size_t i;
 
-	printf("cluster %s: nmd up, hbd %s, netd %s, dlmd %s%s\n", c->cluster,
-	    v->hb ? "up" : "DOWN", v->net ? "up" : "DOWN", v->dlm ? "up" : "DOWN",
+	printf("cluster %s (stack %s): nmd up, %s %s, netd %s, dlmd %s%s\n", c->cluster,
+	    c->stack, v->membership, v->hb ? "up" : "DOWN", v->net ? "up" : "DOWN", v->dlm ? "up" : "DOWN",
 	    v->hb != NULL && v->hb->hb_status->fenced ? ", this node is FENCED" : "");
 	printf("  %-4s %-20s %-6s %-10s %s\n", "NUM", "NODE", "LOCAL", "HEARTBEAT", "LINK");
 	for (i = 0; i < c->n_nodes; i++) {
@@ -172,7 +174,8 @@ cmd_status(struct o2ctl *ctl, int argc, char **argv)
 	v.cfg = ask(ctl, "nmd", MSG_TYPE__MSG_NMD_GET_CONFIG, ENVELOPE__PAYLOAD_CONFIG);
 	if (v.cfg == NULL)
 		return EX_DOWN;
-	v.hb = ask(ctl, "hbd", MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD_HB_STATUS);
+	v.membership = ctl_membership(ctl);
+	v.hb = ask(ctl, v.membership, MSG_TYPE__MSG_HBD_STATUS, ENVELOPE__PAYLOAD_HB_STATUS);
 	v.net = ask(ctl, "netd", MSG_TYPE__MSG_NETD_STATUS, ENVELOPE__PAYLOAD_NET_STATUS);
 	v.dlm = ask(ctl, "dlmd", MSG_TYPE__MSG_DLMD_STATUS, ENVELOPE__PAYLOAD_DLM_STATUS);
 	/* an unreadable runtime directory was reported; the rest still shows */

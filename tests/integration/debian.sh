@@ -60,7 +60,7 @@ check "the units run the daemons from /usr/sbin" \
     grep -qx 'ExecStart=/usr/sbin/nmd' "$WORK/x/lib/systemd/system/ocfs2-nmd.service"
 check "ocfs2.target requires every service" \
     test "$(cd "$WORK/x/lib/systemd/system/ocfs2.target.requires" && echo *)" = \
-    "ocfs2-dlmd.service ocfs2-dlmfs.service ocfs2-hbd.service ocfs2-netd.service ocfs2-nmd.service"
+    "ocfs2-dlmd.service ocfs2-dlmfs.service ocfs2-hbd.service ocfs2-netd.service ocfs2-nmd.service ocfs2-pcmkd.service"
 check "the mount helper runs /usr/sbin/fsd" grep -q 'FSD:-/usr/sbin/fsd}' "$WORK/x/usr/sbin/mount.fuse.fsd"
 check "it depends on fuse3 and the libraries it links" sh -c \
     "dpkg-deb -f '$DEB' Depends | grep -q 'fuse3,' && dpkg-deb -f '$DEB' Depends | grep -q libfuse3-3"

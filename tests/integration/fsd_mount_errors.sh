@@ -82,7 +82,7 @@ refused "a volume of cluster \"other\" is refused, naming both clusters" 3 \
 check "mkfs --cluster-stack=pcmk" mkfs_img_size "$FSD_DIR/pcmk.img" 64M --fs-feature-level=max-compat \
     --cluster-stack=pcmk --cluster-name=pc -N 2
 refused "a pacemaker volume is refused, naming its stack" 3 \
-    'the volume uses cluster stack "pcmk" (cluster "pc"); this node runs o2cb' "$FSD_DIR/pcmk.img"
+    'the volume uses cluster stack "pcmk" (cluster "pc"); this node runs stack "o2cb"' "$FSD_DIR/pcmk.img"
 check "node3 keeps nothing" nothing_left 3
 
 echo "-- a read-only mount beside a read-write one"

@@ -163,6 +163,22 @@ check "check-config accepts the good file" "$O2CTL" check-config "$CONF" --node 
 check "a good reload clears the error" "$O2CTL" --rundir "$RUN" reload
 check "o2ctl config --json" sh -c "'$O2CTL' --rundir '$RUN' --json config | python3 -c 'import json,sys; c=json.load(sys.stdin); assert c[\"cluster\"]==\"alpha\" and c[\"last_reload_error\"]==\"\" and len(c[\"nodes\"])==4'"
 
+echo "-- the stack: chosen at start, kept across a restart"
+stack_of() { "$O2CTL" --rundir "$RUN" --json config | jq -r .stack; }
+check_eq "o2cb when cluster.conf names none" o2cb "$(stack_of)"
+check "o2ctl config names it" sh -c "'$O2CTL' --rundir '$RUN' config | grep -qx '  stack       o2cb'"
+CONF_STACK=pcmk write_conf n1:1:127.0.0.2 n2:2:127.0.0.3 n5:5:127.0.0.6 n6:6:127.0.0.7
+expect_error "a reload does not switch to pcmk" "stack o2cb -> pcmk refused" \
+    "$O2CTL" --rundir "$RUN" reload
+check_eq "... and the stack stays o2cb" o2cb "$(stack_of)"
+check "nmd --stack-is pcmk: true for the file" "$BUILD/nmd" -c "$CONF" -t "$TUN" --node n1 --stack-is pcmk
+check_eq "nmd --stack-is o2cb: 1 (a unit's condition fails)" 1 \
+    "$("$BUILD/nmd" -c "$CONF" -t "$TUN" --node n1 --stack-is o2cb >/dev/null; echo $?)"
+check_eq "nmd --stack-is on a bad file: 255 (the unit fails)" 255 \
+    "$("$BUILD/nmd" -c /nonexistent -t "$TUN" --node n1 --stack-is o2cb 2>/dev/null; echo $?)"
+cp "$DIR/good.conf" "$CONF"
+check "back to o2cb" "$O2CTL" --rundir "$RUN" reload
+
 echo "-- the same tree through nmd.sock"
 check "o2ctl mkdir" "$O2CTL" --rundir "$RUN" mkdir cluster/alpha/node/n9
 check "o2ctl set" "$O2CTL" --rundir "$RUN" set cluster/alpha/node/n9/ipv4_port 7777
@@ -181,6 +197,7 @@ check "the tree of a killed nmd is stale" sh -c "! ls $C >/dev/null 2>&1"
 start_nmd
 check "nmd restarts over the stale mount" kill -0 "$NMD_PID"
 check_eq "tree back" "n1 n2 n5 n6" "$(ls "$C/node" | xargs)"
+check_eq "the stack back from the state file" o2cb "$(stack_of)"
 check "clean stop unmounts" sh -c "kill $NMD_PID && wait_pid=$NMD_PID; while kill -0 \$wait_pid 2>/dev/null; do sleep 0.05; done; ! grep -q ' $RUN/config ' /proc/self/mountinfo"
 NMD_PID=
 

@@ -27,6 +27,9 @@ for n in node2 node3; do
 	check "node1 has a link to $n" wait_for 15 view_is 1 $n link up
 done
 check_eq "status names node numbers" 3 "$(view 1 node3 num)"
+check_eq "status names the stack (o2cb by default)" o2cb "$(lc exec 1 "$O2CTL" --json status | jq -r .stack)"
+check_eq "... and hbd as its membership daemon" true "$(lc exec 1 "$O2CTL" --json status | jq -r .daemons.hbd)"
+check "the text form names the stack" sh -c "$(printf '%q ' "$LOCALCLUSTER" exec 2 "$O2CTL" status) | grep -q '^cluster lc (stack o2cb): nmd up, hbd up'"
 json_nodes() { lc exec 1 "$O2CTL" "$@" | jq -c "[.nodes[] | del(.heartbeat, .link)]"; }
 check_eq "--json after the command, as before it" "$(json_nodes --json status)" "$(json_nodes status --json)"
 check_eq "status shows each node as config does" "$(json_nodes --json config)" "$(json_nodes status --json)"

@@ -59,6 +59,12 @@ has() {
 }
 UNITS=("${DAEMONS[@]/#/ocfs2-}")
 UNITS=("${UNITS[@]/%/.service}")
+# Installed and required by ocfs2.target too, but these nodes run the o2cb
+# stack: pcmkd's ExecCondition (nmd --stack-is pcmk) skips it.
+OTHER_STACK_UNITS=()
+if [[ -x $BUILD/pcmkd && -e $TOP/systemd/ocfs2-pcmkd.service.in ]]; then
+	OTHER_STACK_UNITS+=(ocfs2-pcmkd.service)
+fi
 echo "daemons under test: ${DAEMONS[*]}"
 
 # conf N [BAD]: cluster.conf of nodes 1..N; BAD breaks node 2's number
@@ -124,9 +130,9 @@ pass "$NODES containers boot with systemd as PID 1 ($((SECONDS - t0)) s, rootfs 
 
 # -------------------------------------------------------------- units
 check "the installed units pass systemd-analyze verify" \
-	on 1 systemd-analyze verify ocfs2.target "${UNITS[@]}"
+	on 1 systemd-analyze verify ocfs2.target "${UNITS[@]}" "${OTHER_STACK_UNITS[@]}"
 check_eq "ocfs2.target requires exactly the built daemons' services" \
-	"$(printf '%s\n' "${UNITS[@]}" | sort | tr '\n' ' ')" \
+	"$(printf '%s\n' "${UNITS[@]}" "${OTHER_STACK_UNITS[@]}" | sort | tr '\n' ' ')" \
 	"$(prop 1 Requires ocfs2.target | tr ' ' '\n' | sort | tr '\n' ' ')"
 check_eq "nmd's unit runs the installed binary" "/usr/sbin/nmd" \
 	"$(on 1 systemctl show -P ExecStart ocfs2-nmd | sed -n 's/.*path=\([^ ;]*\).*/\1/p')"
@@ -146,6 +152,10 @@ for ((k = 1; k <= NODES; k++)); do
 			continue
 		fi
 		check "node$k: $d answers as start returns" on "$k" o2ctl ping "$d"
+	done
+	for u in "${OTHER_STACK_UNITS[@]}"; do
+		check_eq "node$k: $u skipped by its condition (stack o2cb)" exec-condition \
+			"$(prop "$k" Result "$u")"
 	done
 	check_eq "node$k: nmd's tree lists the nodes" "node1 node2 node3 " "$(tree_nodes "$k")"
 	check_eq "node$k: nmd's tree marks node$k local" "1" \

@@ -166,6 +166,7 @@ Test(clusterconf, ocfs2_tools_example)
 	cr_assert_eq(cc.regions[2].line, 35);
 	cr_assert_eq(cc.tun.dead_threshold, 31);
 	cr_assert_eq(cc.tun.fence_method, CC_FENCE_KILL);
+	cr_assert_eq(cc.stack, CC_STACK_O2CB);
 	cr_assert_eq(nwarn, 0);
 }
 
@@ -465,6 +466,28 @@ Test(clusterconf, heartbeat_interval_range)
 	expect_error(LINES("cluster:", "\tname = a", "\tnode_count = 1",
 	    "\theartbeat_interval_ms = 60001"),
 	    "conf:4:", "invalid heartbeat_interval_ms '60001'");
+}
+
+Test(clusterconf, stack_choice)
+{
+	cr_assert_eq(parse(LINES("cluster:", "\tname = alpha", "\tnode_count = 1",
+	    "\tstack = pcmk", "", NODE("n1", "1", "10.0.0.1", "7777"))), 0, "%s", err);
+	cr_assert_eq(cc.stack, CC_STACK_PCMK);
+	cr_assert_eq(nwarn, 0, "stack is a known key: %s", lastwarn);
+	cr_assert_eq(parse(LINES("cluster:", "\tname = alpha", "\tnode_count = 1",
+	    "\tstack = o2cb", "", NODE("n1", "1", "10.0.0.1", "7777"))), 0, "%s", err);
+	cr_assert_eq(cc.stack, CC_STACK_O2CB);
+	cr_assert_str_eq(cc_stack_name(CC_STACK_PCMK), "pcmk");
+	cr_assert_str_eq(cc_stack_daemon(CC_STACK_PCMK), "pcmkd");
+	cr_assert_str_eq(cc_stack_daemon(CC_STACK_O2CB), "hbd");
+}
+
+Test(clusterconf, stack_value)
+{
+	expect_error(LINES("cluster:", "\tname = a", "\tnode_count = 1", "\theartbeat_mode = local",
+	    "\tstack = cman"), "conf:5:", "invalid stack 'cman' (expected o2cb or pcmk)");
+	expect_error(LINES("cluster:", "\tname = a", "\tnode_count = 1",
+	    "\tstack = PCMK"), "conf:4:", "invalid stack 'PCMK'");
 }
 
 Test(clusterconf, duplicate_cluster)

@@ -51,6 +51,7 @@ sample(void)
 		.dead_threshold = 31,
 		.hb_mode = CC_HB_GLOBAL,
 		.hb_interval_ms = 200,
+		.stack = CC_STACK_PCMK,
 		.global_regions = global_regions,
 		.nglobal_regions = 1,
 		.nodes = nodes,
@@ -81,6 +82,7 @@ assert_same(const struct nm_state *a, const struct nm_state *b)
 	cr_assert_eq(a->dead_threshold, b->dead_threshold);
 	cr_assert_eq(a->hb_mode, b->hb_mode);
 	cr_assert_eq(a->hb_interval_ms, b->hb_interval_ms);
+	cr_assert_eq(a->stack, b->stack);
 	cr_assert_eq(a->nglobal_regions, b->nglobal_regions);
 	for (i = 0; i < a->nglobal_regions; i++)
 		cr_assert_str_eq(a->global_regions[i], b->global_regions[i]);
@@ -271,4 +273,8 @@ Test(nmd_state, refused_contents)
 	    "hold lease R 1 1\n", "bad hold kind");
 	assert_refused("ocfs2-nmd-state 1\nconfig 0000000000000000\n"
 	    "global-region notauuid\n", "bad region UUID");
+	assert_refused("ocfs2-nmd-state 1\nconfig 0000000000000000\n"
+	    "stack pcmk\n", "stack before the cluster");
+	assert_refused("ocfs2-nmd-state 1\nconfig 0000000000000000\ncluster a 1 2 3 kill\n"
+	    "stack cman\n", "bad stack \"cman\"");
 }

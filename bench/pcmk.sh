@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Node death to the survivors writing again: the pcmk stack (corosync's
+# token timeout TOKEN_MS) beside o2cb (heartbeat every 200 ms, dead after
+# 10), in one run. Three nodes mount; node3 writes and fsyncs a file, so
+# that it holds its locks, and is killed (kill -9 of its daemons, corosync
+# included, and fsd); the figure is the time from the kill until node1's
+# append to that file returns (it waits for node3's recovery). Medians
+# and maxima of --kills N kills per stack, and the ratio pcmk / o2cb.
+#   bench/pcmk.sh [--kills N] [--token-ms MS]      (defaults 5 and 1000)
+set -u
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+source "$TOP/tests/lib.sh"
+
+KILLS=5
+TOKEN_MS=1000
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--kills) KILLS=$2; shift 2 ;;
+	--token-ms) TOKEN_MS=$2; shift 2 ;;
+	*) echo "usage: bench/pcmk.sh [--kills N] [--token-ms MS]" >&2; exit 2 ;;
+	esac
+done
+if ! command -v corosync >/dev/null; then
+	echo "pcmk bench: corosync is not installed: nothing measured"
+	exit 0
+fi
+
+export LOCALCLUSTER_DIR=/tmp/ocfs2-bench-pcmk-$$
+export LOCALCLUSTER_TOKEN_MS=$TOKEN_MS
+source "$TOP/bench/lib.inc" pcmk
+
+# median and max (ms) of the numbers on stdin
+stats() { sort -n | awk '{ v[NR] = $1 } END { printf "%d %d", v[int((NR + 1) / 2)], v[NR] }'; }
+
+# deaths STACK UP-ARGS...: KILLS kills of node3, one time (ms) each into $W/STACK.
+deaths() {
+	local stack=$1 i m1 m3 t0
+	shift
+	lc up 3 "$@" >/dev/null || { echo "pcmk bench: $stack cluster did not come up"; return 1; }
+	m1=$(lc mount 1) || return 1
+	lc mount 2 >/dev/null || return 1
+	: >"$W/$stack"
+	for ((i = 1; i <= KILLS; i++)); do
+		m3=$(lc mount 3 2>/dev/null) || return 1
+		echo "$i" >"$m3/held" && sync "$m3/held"
+		t0=$(date +%s%N)
+		lc kill 3 >/dev/null
+		echo "$i" >>"$m1/held"
+		echo $((($(date +%s%N) - t0) / 1000000)) >>"$W/$stack"
+		lc start 3 >/dev/null || return 1
+	done
+	lc down >/dev/null
+}
+
+deaths o2cb --hb-interval-ms 200 --dead-threshold 10 || exit 1
+deaths pcmk --netns --stack pcmk || exit 1
+read -r om ox < <(stats <"$W/o2cb")
+read -r pm px < <(stats <"$W/pcmk")
+echo "kill -9 of a node to a survivor's write to its file returning ($KILLS kills each):"
+echo "  o2cb, heartbeat 200 ms x 10: median $om ms, max $ox ms"
+echo "  pcmk, corosync token $TOKEN_MS ms: median $pm ms, max $px ms"
+awk -v p="$pm" -v o="$om" 'BEGIN { printf "  pcmk / o2cb (medians): %.2f\n", p / o }'

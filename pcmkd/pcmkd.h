@@ -1,0 +1,151 @@
+/*
+ * pcmkd: the membership daemon of the pcmk stack. corosync says which
+ * nodes are alive (its quorum service), whether this partition may
+ * write (quorate), and which nodes run the stack (one CPG group per
+ * cluster); pcmkd serves that to netd, dlmd and fsd over pcmkd.sock in
+ * hbd's protocol (proto/hbd.proto), with hbd's writer lease in
+ * pcmkd.lease, so that they need nothing but the socket's name.
+ * doc/pcmk-stack.md gives the rules and why.
+ */
+#ifndef PCMKD_H
+#define PCMKD_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clusterconf.h"
+#include "envelope.pb-c.h"
+
+#define PM_MAX_NODES		255	/* OCFS2 node numbers 0..254 */
+#define PM_ACK_TIMEOUT_MS	5000	/* a subscriber that does not ack in time is skipped */
+#define PM_LEASE_MS		1000	/* one renewal's worth of writing */
+#define PM_RENEW_MS		250	/* renewal period */
+
+struct event_base;
+struct nmd_client;
+struct ipc_server;
+struct hblease;
+
+/*
+ * members.c: what corosync says, and the node states decided from it
+ * (pure, unit-tested). A node is up once it is in corosync's membership
+ * of a quorate partition and its pcmkd has joined our group; it is down
+ * only once corosync has removed it from the membership, or its pcmkd
+ * left the group on purpose (stopped with nothing to recover, or fenced
+ * itself). A pcmkd that merely died (the group says PROCDOWN) leaves its
+ * node up: its disk writers stop with their lease, its lock manager
+ * still runs, and a restarted pcmkd goes on.
+ */
+enum pm_group_why { PM_JOINED, PM_LEFT, PM_PROC_DIED, PM_NODE_DIED };
+
+struct pm_members {
+	int		quorate;
+	uint64_t	ring_seq;	/* of the last quorum notification */
+	uint8_t		in_membership[PM_MAX_NODES];
+	uint8_t		in_group[PM_MAX_NODES];
+	uint8_t		up[PM_MAX_NODES];
+	uint64_t	gen[PM_MAX_NODES];	/* ring_seq when it came up */
+};
+
+enum pm_change { PM_SAME, PM_UP, PM_DOWN };
+
+/* The quorum service's notification: quorate, ring, the members' node ids. */
+void	pm_quorum(struct pm_members *, int quorate, uint64_t ring_seq,
+	    const uint32_t *ids, size_t n);
+/* A change of our group: id joined, left, its pcmkd died or its node died. */
+void	pm_group(struct pm_members *, uint32_t id, enum pm_group_why);
+/* Decide node: its new state (m->up updated); why says why when it changed. */
+enum pm_change pm_decide(struct pm_members *, unsigned node, const char **why);
+
+struct pm_region {
+	TAILQ_ENTRY(pm_region)	 entry;
+	char			 name[CC_REGION_NAME_LEN + 1];
+	unsigned		 lease_idx;
+	int			 steady;	/* REGION_STARTED told */
+	int			 seen;		/* in the last configuration */
+};
+
+struct pm_writer {
+	LIST_ENTRY(pm_writer)	 entry;
+	pid_t			 pid;
+	int			 pidfd;
+	char			*what;
+	char			*region;
+};
+
+struct pcmkd {
+	struct event_base	*base;
+	const char		*rundir;
+
+	/* nmd (nmdlink.c) */
+	struct nmd_client	*nmd;
+	int			 configured;
+	char			 cluster[CC_CLUSTER_NAME_MAX + 1];
+	unsigned		 local_node;
+	uint8_t			 node_known[PM_MAX_NODES];	/* in cluster.conf */
+	char			 node_names[PM_MAX_NODES][CC_NODE_NAME_MAX + 1];
+
+	/* corosync (corosync.c) */
+	struct pm_corosync	*cs;
+	uint32_t		 nodeid;	/* corosync's, = our node number */
+	char			 cs_cluster[CC_CLUSTER_NAME_MAX + 1];	/* totem.cluster_name */
+	int			 in_group;	/* we joined and corosync said so */
+
+	struct pm_members	 m;
+	TAILQ_HEAD(, pm_region)	 regions;
+	LIST_HEAD(, pm_writer)	 writers;
+
+	int			 fenced;
+	char			 fence_reason[512];
+	int			 stopping;
+
+	/* lease.c */
+	int			 lease_fd;
+	struct hblease		*lease;
+	struct event		*renew_ev;
+
+	/* api.c */
+	struct ipc_server	*ipc;
+	struct pm_api		*api;
+};
+
+/* corosync.c */
+int	cs_connect(struct pcmkd *, char *err, size_t errlen);
+void	cs_check_nodes(struct pcmkd *);
+int	cs_join(struct pcmkd *, char *err, size_t errlen);
+void	cs_track(struct pcmkd *);
+void	cs_leave(struct pcmkd *);
+int	cs_rejoin(struct pcmkd *, char *err, size_t errlen);
+void	cs_close(struct pcmkd *);
+
+/* state.c: act on what corosync said. */
+void	state_update(struct pcmkd *);
+void	state_fence(struct pcmkd *, const char *fmt, ...) __attribute__((__format__(printf, 2, 3)));
+int	state_clear_fence(struct pcmkd *, char *err, size_t errlen);
+int	state_writing_allowed(const struct pcmkd *);
+
+/* nmdlink.c */
+void	nmdlink_start(struct pcmkd *, void (*configured)(struct pcmkd *));
+
+/* lease.c */
+void	lease_open(struct pcmkd *);
+void	lease_region_add(struct pcmkd *, struct pm_region *);
+void	lease_region_drop(struct pcmkd *, struct pm_region *);
+void	lease_renew_all(struct pcmkd *);
+void	lease_revoke_all(struct pcmkd *);
+uint64_t lease_left_ms(const struct pcmkd *, const struct pm_region *);
+
+/* api.c */
+void	api_start(struct pcmkd *);
+void	api_node_event(struct pcmkd *, int up, unsigned node, uint64_t gen, const char *reason);
+void	api_region_event(struct pcmkd *, Hbd__RegionEventKind, const char *region,
+	    const char *reason);
+void	api_fenced_event(struct pcmkd *, const char *reason);
+void	api_unfenced_event(struct pcmkd *, const char *reason);
+int	api_writers_kill(struct pcmkd *);
+int	api_users(struct pcmkd *, char *who, size_t len);
+
+#endif
