@@ -341,7 +341,7 @@ struct hbd {
 	LIST_HEAD(, hb_inherited) inherited;
 
 	struct ipc_server	*ipc;
-	struct api_state	*api;
+	struct subscribers	*subs;	/* api.c */
 };
 
 /* Clocks: wall for what we show and write, monotonic for durations. */

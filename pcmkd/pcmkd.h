@@ -109,7 +109,7 @@ struct pcmkd {
 
 	/* api.c */
 	struct ipc_server	*ipc;
-	struct pm_api		*api;
+	struct subscribers	*subs;
 };
 
 /* corosync.c */
