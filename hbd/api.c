@@ -1,7 +1,8 @@
 /*
  * hbd.sock: subscriptions, disk writers, lock guards, status and the
  * fence switch. The ordered delivery of events to subscribers by role,
- * with acks, is common/subscribers.c's (shared with pcmkd).
+ * with acks, is common/subscribers.c's, the writers' records are
+ * common/writers.c's (both shared with pcmkd).
  */
 #include <sys/queue.h>
 #include <sys/syscall.h>
@@ -22,11 +23,12 @@
 #include "nmdclient.h"
 #include "subscribers.h"
 #include "util.h"
+#include "writers.h"
 
 /* A subscriber, and what this daemon keeps of it besides. */
 struct hb_client {
 	struct sub_client	 sub;		/* first: subscribers.c's part */
-	struct hb_writer	*writer;
+	struct disk_writer	*writer;
 	char			*guard;		/* MSG_HBD_GUARD on: what */
 	uint64_t		 starttime;	/* of its process, once it writes or guards */
 };
@@ -75,7 +77,6 @@ static void
 fill_status(struct hbd *h, Hbd__HbStatus *st)
 {
 	struct hb_region *r;
-	struct hb_writer *w;
 	size_t n;
 	unsigned i;
 
@@ -99,19 +100,7 @@ fill_status(struct hbd *h, Hbd__HbStatus *st)
 		st->regions[st->n_regions] = xcalloc(1, sizeof(Hbd__RegionStatus));
 		region_fill_status(r, st->regions[st->n_regions++]);
 	}
-	n = 0;
-	LIST_FOREACH(w, &h->writers, entry)
-		n++;
-	st->writers = xcalloc(n + 1, sizeof(*st->writers));
-	LIST_FOREACH(w, &h->writers, entry) {
-		Hbd__Writer *hw = xcalloc(1, sizeof(*hw));
-
-		hbd__writer__init(hw);
-		hw->pid = w->pid;
-		hw->what = w->what;
-		hw->region = w->region;
-		st->writers[st->n_writers++] = hw;
-	}
+	writers_fill_status(&h->writers, st);
 }
 
 static void
@@ -123,10 +112,8 @@ free_status(Hbd__HbStatus *st)
 		region_free_status(st->regions[i]);
 		free(st->regions[i]);
 	}
-	for (i = 0; i < st->n_writers; i++)
-		free(st->writers[i]);
 	free(st->regions);
-	free(st->writers);
+	writers_free_status(st);
 	free(st->live_nodes);
 }
 
@@ -162,74 +149,31 @@ handle_ack(struct ipc_conn *c, const Envelope *req)
 	ipc_reply_status(c, req, 0, NULL);
 }
 
-/*
- * pidfd_open pins the process we were talking to: a pid reused after it
- * exits can never be killed by mistake.
- */
 static void
 handle_register_writer(struct ipc_conn *c, const Envelope *req)
 {
 	struct hbd *h = ipc_conn_arg(c);
 	struct hb_client *cl = client_of(c);
-	pid_t pid = ipc_conn_pid(c);
-	struct hb_writer *w;
-	int pidfd;
+	struct disk_writer *w;
 
-	if (h->fenced) {
-		ipc_reply_status(c, req, EPERM, "this node is fenced (%s)",
-		    h->fence_reason);
+	w = writer_register(&h->writers, c, req, cl->writer,
+	    h->fenced ? h->fence_reason : NULL);
+	if (w == NULL)
 		return;
-	}
-	if (cl->writer != NULL) {
-		ipc_reply_status(c, req, EEXIST, "pid %d is already registered",
-		    (int)pid);
-		return;
-	}
-	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1) {
-		ipc_reply_status(c, req, errno, "pidfd_open(%d): %s", (int)pid,
-		    strerror(errno));
-		return;
-	}
-	w = xcalloc(1, sizeof(*w));
-	w->pid = pid;
-	w->pidfd = pidfd;
-	w->what = xstrdup(req->register_writer->what);
-	w->region = xstrdup(req->register_writer->region);
-	LIST_INSERT_HEAD(&h->writers, w, entry);
 	cl->writer = w;
-	cl->starttime = proc_starttime(pid);
-	log_info("disk writer pid %d registered (%s%s%s)", (int)pid, w->what,
-	    w->region[0] ? ", region " : "", w->region);
-	holders_claim(h, pid, 1, 0);
+	cl->starttime = proc_starttime(w->pid);
+	holders_claim(h, w->pid, 1, 0);
 	lease_note_users(h);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
 static void
-writer_free(struct hb_writer *w)
-{
-	LIST_REMOVE(w, entry);
-	close(w->pidfd);
-	free(w->what);
-	free(w->region);
-	free(w);
-}
-
-/* An orderly goodbye (an unmount): answered once the writer is off the list. */
-static void
 handle_unregister_writer(struct ipc_conn *c, const Envelope *req)
 {
 	struct hb_client *cl = client_of(c);
 
-	if (cl->writer == NULL) {
-		ipc_reply_status(c, req, ENOENT, "pid %d is not registered",
-		    (int)ipc_conn_pid(c));
+	if (writer_unregister(c, req, &cl->writer) == -1)
 		return;
-	}
-	log_info("disk writer pid %d (%s) unregistered", (int)cl->writer->pid,
-	    cl->writer->what);
-	writer_free(cl->writer);
-	cl->writer = NULL;
 	lease_note_users(ipc_conn_arg(c));
 	ipc_reply_status(c, req, 0, NULL);
 }
@@ -372,11 +316,8 @@ client_closed(struct ipc_conn *c)
 		free(cl->guard);
 		nmd_client_refetch(h->nmd);
 	}
-	if (cl->writer != NULL) {
-		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid,
-		    cl->writer->what);
-		writer_free(cl->writer);
-	}
+	if (cl->writer != NULL)
+		writer_gone(cl->writer);
 	subs_client_drop_ack(h->subs, &cl->sub);
 	free(cl);
 	lease_note_users(h);

@@ -2,7 +2,8 @@
  * pcmkd.sock: hbd's protocol (proto/hbd.proto) on the pcmk stack.
  *
  * Events go to subscribers as hbd hands them out, by role with acks
- * (common/subscribers.c, shared with hbd).
+ * (common/subscribers.c, shared with hbd, as are the writers' records:
+ * common/writers.c).
  *
  * Disk writers register and are killed when this node fences itself; a
  * lock manager's guard (MSG_HBD_GUARD) that goes away while on means
@@ -27,6 +28,7 @@
 #include "log.h"
 #include "subscribers.h"
 #include "util.h"
+#include "writers.h"
 
 #include "pcmkd.h"
 
@@ -35,7 +37,7 @@
 /* A subscriber, and what this daemon keeps of it besides. */
 struct pm_client {
 	struct sub_client	 sub;		/* first: subscribers.c's part */
-	struct pm_writer	*writer;
+	struct disk_writer	*writer;
 	char			*guard;
 };
 
@@ -89,7 +91,7 @@ api_unfenced_event(struct pcmkd *p, const char *reason)
 int
 api_writers_kill(struct pcmkd *p)
 {
-	struct pm_writer *w;
+	struct disk_writer *w;
 	struct pollfd pfd;
 	uint64_t deadline = now_ms() + KILL_CONFIRM_MS;
 	int left = 0;
@@ -138,7 +140,6 @@ static void
 fill_status(struct pcmkd *p, Hbd__HbStatus *st)
 {
 	struct pm_region *r;
-	struct pm_writer *w;
 	size_t n = 0;
 	unsigned i;
 
@@ -167,19 +168,7 @@ fill_status(struct pcmkd *p, Hbd__HbStatus *st)
 		rs->lease_ms_left = lease_left_ms(p, r);
 		st->regions[st->n_regions++] = rs;
 	}
-	n = 0;
-	LIST_FOREACH(w, &p->writers, entry)
-		n++;
-	st->writers = xcalloc(n + 1, sizeof(*st->writers));
-	LIST_FOREACH(w, &p->writers, entry) {
-		Hbd__Writer *hw = xcalloc(1, sizeof(*hw));
-
-		hbd__writer__init(hw);
-		hw->pid = w->pid;
-		hw->what = w->what;
-		hw->region = w->region;
-		st->writers[st->n_writers++] = hw;
-	}
+	writers_fill_status(&p->writers, st);
 }
 
 static void
@@ -195,10 +184,8 @@ reply_status(struct ipc_conn *c, const Envelope *req)
 	ipc_reply(c, req, &rep);
 	for (i = 0; i < st.n_regions; i++)
 		free(st.regions[i]);
-	for (i = 0; i < st.n_writers; i++)
-		free(st.writers[i]);
 	free(st.regions);
-	free(st.writers);
+	writers_free_status(&st);
 	free(st.live_nodes);
 }
 
@@ -220,48 +207,18 @@ handle_ack(struct ipc_conn *c, const Envelope *req)
 	ipc_reply_status(c, req, 0, NULL);
 }
 
-/* pidfd_open pins the process: a reused pid is never killed by mistake. */
 static void
 handle_register_writer(struct ipc_conn *c, const Envelope *req)
 {
 	struct pcmkd *p = ipc_conn_arg(c);
 	struct pm_client *cl = client_of(c);
-	pid_t pid = ipc_conn_pid(c);
-	struct pm_writer *w;
-	int pidfd;
+	struct disk_writer *w;
 
-	if (p->fenced) {
-		ipc_reply_status(c, req, EPERM, "this node is fenced (%s)", p->fence_reason);
+	w = writer_register(&p->writers, c, req, cl->writer, p->fenced ? p->fence_reason : NULL);
+	if (w == NULL)
 		return;
-	}
-	if (cl->writer != NULL) {
-		ipc_reply_status(c, req, EEXIST, "pid %d is already registered", (int)pid);
-		return;
-	}
-	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1) {
-		ipc_reply_status(c, req, errno, "pidfd_open(%d): %s", (int)pid, strerror(errno));
-		return;
-	}
-	w = xcalloc(1, sizeof(*w));
-	w->pid = pid;
-	w->pidfd = pidfd;
-	w->what = xstrdup(req->register_writer->what);
-	w->region = xstrdup(req->register_writer->region);
-	LIST_INSERT_HEAD(&p->writers, w, entry);
 	cl->writer = w;
-	log_info("disk writer pid %d registered (%s%s%s)", (int)pid, w->what,
-	    w->region[0] ? ", region " : "", w->region);
 	ipc_reply_status(c, req, 0, NULL);
-}
-
-static void
-writer_free(struct pm_writer *w)
-{
-	LIST_REMOVE(w, entry);
-	close(w->pidfd);
-	free(w->what);
-	free(w->region);
-	free(w);
 }
 
 static void
@@ -269,14 +226,8 @@ handle_unregister_writer(struct ipc_conn *c, const Envelope *req)
 {
 	struct pm_client *cl = client_of(c);
 
-	if (cl->writer == NULL) {
-		ipc_reply_status(c, req, ENOENT, "pid %d is not registered", (int)ipc_conn_pid(c));
-		return;
-	}
-	log_info("disk writer pid %d (%s) unregistered", (int)cl->writer->pid, cl->writer->what);
-	writer_free(cl->writer);
-	cl->writer = NULL;
-	ipc_reply_status(c, req, 0, NULL);
+	if (writer_unregister(c, req, &cl->writer) == 0)
+		ipc_reply_status(c, req, 0, NULL);
 }
 
 static void
@@ -331,10 +282,8 @@ client_closed(struct ipc_conn *c)
 	if (cl == NULL)
 		return;
 	subs_client_remove(p->subs, &cl->sub);
-	if (cl->writer != NULL) {
-		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid, cl->writer->what);
-		writer_free(cl->writer);
-	}
+	if (cl->writer != NULL)
+		writer_gone(cl->writer);
 	if (cl->guard != NULL) {
 		state_fence(p, "pid %d (%s) went away holding cluster locks",
 		    (int)ipc_conn_pid(c), cl->guard);
