@@ -1,14 +1,20 @@
-/* The heartbeat lease file, as its writers read it (hbd keeps it: hbd/lease.c). */
+/*
+ * The heartbeat lease file, as its writers read it and as its keeper
+ * maps it (hbd/lease.c, pcmkd/lease.c say what goes in).
+ */
 #include <sys/mman.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hblease.h"
+#include "log.h"
+#include "util.h"
 
 uint64_t
 hblease_now_us(void)
@@ -34,6 +40,32 @@ hblease_margin_us(unsigned interval_ms, unsigned dead_threshold)
 	uint64_t one = (uint64_t)interval_ms * 1000;
 
 	return one < window / 2 ? one : window / 2;
+}
+
+struct hblease *
+hblease_keep(const char *rundir, const char *daemon, int *stale)
+{
+	struct hblease *l;
+	char *path;
+	int fd;
+
+	xasprintf(&path, "%s/%s.lease", rundir, daemon);
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1 ||
+	    ftruncate(fd, sizeof(*l)) == -1)
+		fatal("%s", path);
+	l = mmap(NULL, sizeof(*l), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (l == MAP_FAILED)
+		fatal("mmap %s", path);
+	close(fd);
+	*stale = 0;
+	if (l->magic != HBLEASE_MAGIC || l->version != HBLEASE_VERSION) {
+		*stale = l->magic != 0;
+		memset(l, 0, sizeof(*l));
+		l->magic = HBLEASE_MAGIC;
+		l->version = HBLEASE_VERSION;
+	}
+	free(path);
+	return l;
 }
 
 int

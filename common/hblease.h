@@ -86,6 +86,14 @@ int	hblease_open(const char *rundir, const char *daemon, const char *region,
 	    struct hblease_view *, char *err, size_t errlen);
 void	hblease_close(struct hblease_view *);
 
+/*
+ * The keeper's side (hbd, pcmkd): map <rundir>/<daemon>.lease read-write,
+ * keeping what an earlier keeper left in it when that is a lease file of
+ * this version; else it starts zeroed, and *stale says whether it held
+ * something else before (not merely nothing). Fatal when it cannot.
+ */
+struct hblease *hblease_keep(const char *rundir, const char *daemon, int *stale);
+
 /* When the lease ends (0: revoked or the entry no longer names the region). */
 uint64_t hblease_expires_us(const struct hblease_view *);
 /* Past this, the others may have declared us dead: no renewal can come. */

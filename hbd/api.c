@@ -1,14 +1,8 @@
 /*
- * hbd.sock: subscriptions, ordered event delivery, disk writers, status
- * and the fence switch.
- *
- * Events go out strictly in the order they were decided. Each one is
- * given to every subscriber of the lowest role (net), and only when all
- * of them have acked it (or HB_ACK_TIMEOUT_MS passed, which is logged)
- * to the next role (dlm), then fs: o2hb calls its callbacks in priority
- * order, net before dlm, so that dlm never hears of a node net does not
- * know about yet. Observers (o2ctl hbwatch) get each event at once and
- * never ack.
+ * hbd.sock: subscriptions, disk writers, lock guards, status and the
+ * fence switch. The ordered delivery of events to subscribers by role,
+ * with acks, is common/subscribers.c's, the writers' records are
+ * common/writers.c's (both shared with pcmkd).
  */
 #include <sys/queue.h>
 #include <sys/syscall.h>
@@ -27,179 +21,24 @@
 #include "ipc.h"
 #include "log.h"
 #include "nmdclient.h"
+#include "subscribers.h"
 #include "util.h"
+#include "writers.h"
 
-#define ROLE_MAX	HBD__ROLE__ROLE_FS
-
-struct hb_event {
-	TAILQ_ENTRY(hb_event)	 entry;
-	uint64_t		 seq;
-	Envelope		 env;
-	Hbd__NodeEvent		 node;
-	Hbd__RegionEvent	 region;
-	Hbd__FencedEvent	 fenced;
-	Hbd__UnfencedEvent	 unfenced;
-	char			*s1, *s2, *s3;	/* owned strings */
-};
-
+/* A subscriber, and what this daemon keeps of it besides. */
 struct hb_client {
-	TAILQ_ENTRY(hb_client)	 entry;
-	struct ipc_conn		*conn;
-	int			 subscribed;
-	Hbd__Role		 role;
-	uint64_t		 since_seq;	/* first event it gets */
-	uint64_t		 awaiting;	/* event it has to ack, 0 none */
-	struct hb_writer	*writer;
+	struct sub_client	 sub;		/* first: subscribers.c's part */
+	struct disk_writer	*writer;
 	char			*guard;		/* MSG_HBD_GUARD on: what */
 	uint64_t		 starttime;	/* of its process, once it writes or guards */
 };
-
-struct api_state {
-	TAILQ_HEAD(, hb_event)	 events;	/* head: being delivered */
-	TAILQ_HEAD(, hb_client)	 clients;
-	uint64_t		 next_seq;
-	Hbd__Role		 stage;		/* role the head waits for */
-	unsigned		 unacked;
-	struct event		*ack_timer;
-};
-
-static void	deliver(struct hbd *);
 
 static struct hb_client *
 client_of(struct ipc_conn *c)
 {
 	struct hbd *h = ipc_conn_arg(c);
-	struct hb_client *cl = ipc_conn_data(c);
 
-	if (cl == NULL) {
-		cl = xcalloc(1, sizeof(*cl));
-		cl->conn = c;
-		ipc_conn_set_data(c, cl);
-		TAILQ_INSERT_TAIL(&h->api->clients, cl, entry);
-	}
-	return cl;
-}
-
-static void
-event_free_one(struct hb_event *e)
-{
-	free(e->s1);
-	free(e->s2);
-	free(e->s3);
-	free(e);
-}
-
-static void
-ack_timer_add(struct hbd *h)
-{
-	struct timeval tv = { HB_ACK_TIMEOUT_MS / 1000, (HB_ACK_TIMEOUT_MS % 1000) * 1000 };
-
-	evtimer_add(h->api->ack_timer, &tv);
-}
-
-/*
- * Move the head event along: to the next role that has subscribers, or
- * off the queue when every role has it. Stops while acks are awaited.
- */
-static void
-deliver(struct hbd *h)
-{
-	struct api_state *a = h->api;
-	struct hb_event *e;
-	struct hb_client *cl, *next;
-
-	while ((e = TAILQ_FIRST(&a->events)) != NULL) {
-		if (a->unacked > 0)
-			return;
-		for (; a->stage <= ROLE_MAX; a->stage++) {
-			for (cl = TAILQ_FIRST(&a->clients); cl != NULL; cl = next) {
-				next = TAILQ_NEXT(cl, entry);
-				if (!cl->subscribed || cl->role != a->stage ||
-				    cl->since_seq > e->seq)
-					continue;
-				cl->awaiting = e->seq;
-				a->unacked++;
-				ipc_send(cl->conn, &e->env);	/* may close it */
-			}
-			if (a->unacked > 0) {
-				a->stage++;
-				ack_timer_add(h);
-				return;
-			}
-		}
-		TAILQ_REMOVE(&a->events, e, entry);
-		event_free_one(e);
-		a->stage = HBD__ROLE__ROLE_NET;
-	}
-}
-
-static void
-ack_timeout(evutil_socket_t fd, short ev, void *arg)
-{
-	struct hbd *h = arg;
-	struct hb_client *cl;
-
-	(void)fd;
-	(void)ev;
-	TAILQ_FOREACH(cl, &h->api->clients, entry) {
-		if (cl->awaiting == 0)
-			continue;
-		log_warnx("subscriber pid %d (role %d) did not ack event %llu within "
-		    "%d ms; passing it on", (int)ipc_conn_pid(cl->conn), cl->role,
-		    (unsigned long long)cl->awaiting, HB_ACK_TIMEOUT_MS);
-		cl->awaiting = 0;
-	}
-	h->api->unacked = 0;
-	deliver(h);
-}
-
-static void
-deliver_later(evutil_socket_t fd, short ev, void *arg)
-{
-	(void)fd;
-	(void)ev;
-	deliver(arg);
-}
-
-static void
-client_acked(struct hbd *h, struct hb_client *cl)
-{
-	cl->awaiting = 0;
-	if (h->api->unacked > 0 && --h->api->unacked == 0) {
-		evtimer_del(h->api->ack_timer);
-		deliver(h);
-	}
-}
-
-static void
-enqueue(struct hbd *h, struct hb_event *e)
-{
-	struct api_state *a = h->api;
-	struct hb_client *cl, *next;
-
-	if (a == NULL) {
-		event_free_one(e);
-		return;
-	}
-	e->env.kind = KIND__KIND_EVENT;
-	for (cl = TAILQ_FIRST(&a->clients); cl != NULL; cl = next) {
-		next = TAILQ_NEXT(cl, entry);
-		if (cl->subscribed && cl->role == HBD__ROLE__ROLE_OBSERVER)
-			ipc_send(cl->conn, &e->env);
-	}
-	TAILQ_INSERT_TAIL(&a->events, e, entry);
-	if (TAILQ_FIRST(&a->events) == e)
-		deliver(h);
-}
-
-static struct hb_event *
-event_new_seq(struct hbd *h)
-{
-	struct hb_event *e = xcalloc(1, sizeof(*e));
-
-	envelope__init(&e->env);
-	e->seq = h->api != NULL ? ++h->api->next_seq : 0;
-	return e;
+	return (struct hb_client *)subs_client_of(h->subs, c, sizeof(struct hb_client));
 }
 
 void
@@ -207,77 +46,37 @@ api_node_event(struct hbd *h, int up, unsigned node, uint64_t gen,
     const char *region, const char *reason, uint64_t time_ms,
     uint64_t last_change_ms)
 {
-	struct hb_event *e = event_new_seq(h);
-
-	hbd__node_event__init(&e->node);
-	e->node.seq = e->seq;
-	e->node.kind = up ? HBD__NODE_EVENT_KIND__NODE_UP : HBD__NODE_EVENT_KIND__NODE_DOWN;
-	e->node.node = node;
-	e->node.generation = gen;
-	e->node.region = e->s1 = xstrdup(region);
-	e->node.reason = e->s2 = xstrdup(reason);
-	e->node.time_ms = time_ms;
-	e->node.last_change_ms = last_change_ms;
-	e->env.type = MSG_TYPE__MSG_HBD_NODE_EVENT;
-	e->env.payload_case = ENVELOPE__PAYLOAD_NODE_EVENT;
-	e->env.node_event = &e->node;
-	enqueue(h, e);
+	if (h->subs != NULL)
+		subs_node_event(h->subs, up, node, gen, region, reason, time_ms,
+		    last_change_ms);
 }
 
 void
 api_region_event(struct hbd *h, Hbd__RegionEventKind kind, const char *region,
     const char *reason)
 {
-	struct hb_event *e = event_new_seq(h);
-
-	hbd__region_event__init(&e->region);
-	e->region.seq = e->seq;
-	e->region.kind = kind;
-	e->region.region = e->s1 = xstrdup(region);
-	e->region.reason = e->s2 = xstrdup(reason);
-	e->region.time_ms = wall_ms();
-	e->env.type = MSG_TYPE__MSG_HBD_REGION_EVENT;
-	e->env.payload_case = ENVELOPE__PAYLOAD_REGION_EVENT;
-	e->env.region_event = &e->region;
-	enqueue(h, e);
+	if (h->subs != NULL)
+		subs_region_event(h->subs, kind, region, reason, wall_ms());
 }
 
 void
 api_fenced_event(struct hbd *h, const char *reason, const char *method)
 {
-	struct hb_event *e = event_new_seq(h);
-
-	hbd__fenced_event__init(&e->fenced);
-	e->fenced.seq = e->seq;
-	e->fenced.reason = e->s1 = xstrdup(reason);
-	e->fenced.method = e->s2 = xstrdup(method);
-	e->fenced.time_ms = wall_ms();
-	e->env.type = MSG_TYPE__MSG_HBD_FENCED;
-	e->env.payload_case = ENVELOPE__PAYLOAD_FENCED_EVENT;
-	e->env.fenced_event = &e->fenced;
-	enqueue(h, e);
+	if (h->subs != NULL)
+		subs_fenced_event(h->subs, reason, method, wall_ms());
 }
 
 void
 api_unfenced_event(struct hbd *h, const char *reason)
 {
-	struct hb_event *e = event_new_seq(h);
-
-	hbd__unfenced_event__init(&e->unfenced);
-	e->unfenced.seq = e->seq;
-	e->unfenced.reason = e->s1 = xstrdup(reason);
-	e->unfenced.time_ms = wall_ms();
-	e->env.type = MSG_TYPE__MSG_HBD_UNFENCED;
-	e->env.payload_case = ENVELOPE__PAYLOAD_UNFENCED_EVENT;
-	e->env.unfenced_event = &e->unfenced;
-	enqueue(h, e);
+	if (h->subs != NULL)
+		subs_unfenced_event(h->subs, reason, wall_ms());
 }
 
 static void
 fill_status(struct hbd *h, Hbd__HbStatus *st)
 {
 	struct hb_region *r;
-	struct hb_writer *w;
 	size_t n;
 	unsigned i;
 
@@ -301,19 +100,7 @@ fill_status(struct hbd *h, Hbd__HbStatus *st)
 		st->regions[st->n_regions] = xcalloc(1, sizeof(Hbd__RegionStatus));
 		region_fill_status(r, st->regions[st->n_regions++]);
 	}
-	n = 0;
-	LIST_FOREACH(w, &h->writers, entry)
-		n++;
-	st->writers = xcalloc(n + 1, sizeof(*st->writers));
-	LIST_FOREACH(w, &h->writers, entry) {
-		Hbd__Writer *hw = xcalloc(1, sizeof(*hw));
-
-		hbd__writer__init(hw);
-		hw->pid = w->pid;
-		hw->what = w->what;
-		hw->region = w->region;
-		st->writers[st->n_writers++] = hw;
-	}
+	writers_fill_status(&h->writers, st);
 }
 
 static void
@@ -325,10 +112,8 @@ free_status(Hbd__HbStatus *st)
 		region_free_status(st->regions[i]);
 		free(st->regions[i]);
 	}
-	for (i = 0; i < st->n_writers; i++)
-		free(st->writers[i]);
 	free(st->regions);
-	free(st->writers);
+	writers_free_status(st);
 	free(st->live_nodes);
 }
 
@@ -350,101 +135,45 @@ static void
 handle_subscribe(struct ipc_conn *c, const Envelope *req)
 {
 	struct hbd *h = ipc_conn_arg(c);
-	struct hb_client *cl = client_of(c);
 
-	if ((int)req->hb_subscribe->role < HBD__ROLE__ROLE_OBSERVER ||
-	    req->hb_subscribe->role > ROLE_MAX) {
-		ipc_reply_status(c, req, EINVAL, "unknown role %d",
-		    (int)req->hb_subscribe->role);
-		return;
-	}
-	if (cl->subscribed && cl->awaiting != 0)
-		client_acked(h, cl);
-	cl->subscribed = 1;
-	cl->role = req->hb_subscribe->role;
-	cl->since_seq = h->api->next_seq + 1;
-	log_debug("pid %d subscribed as role %d", (int)ipc_conn_pid(c), cl->role);
-	reply_status(c, req);
+	if (subs_subscribe(h->subs, &client_of(c)->sub, req) == 0)
+		reply_status(c, req);
 }
 
 static void
 handle_ack(struct ipc_conn *c, const Envelope *req)
 {
-	struct hb_client *cl = client_of(c);
+	struct hbd *h = ipc_conn_arg(c);
 
-	if (cl->awaiting != 0 && cl->awaiting == req->hb_ack->seq)
-		client_acked(ipc_conn_arg(c), cl);
+	subs_ack(h->subs, &client_of(c)->sub, req->hb_ack->seq);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
-/*
- * pidfd_open pins the process we were talking to: a pid reused after it
- * exits can never be killed by mistake.
- */
 static void
 handle_register_writer(struct ipc_conn *c, const Envelope *req)
 {
 	struct hbd *h = ipc_conn_arg(c);
 	struct hb_client *cl = client_of(c);
-	pid_t pid = ipc_conn_pid(c);
-	struct hb_writer *w;
-	int pidfd;
+	struct disk_writer *w;
 
-	if (h->fenced) {
-		ipc_reply_status(c, req, EPERM, "this node is fenced (%s)",
-		    h->fence_reason);
+	w = writer_register(&h->writers, c, req, cl->writer,
+	    h->fenced ? h->fence_reason : NULL);
+	if (w == NULL)
 		return;
-	}
-	if (cl->writer != NULL) {
-		ipc_reply_status(c, req, EEXIST, "pid %d is already registered",
-		    (int)pid);
-		return;
-	}
-	if ((pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1) {
-		ipc_reply_status(c, req, errno, "pidfd_open(%d): %s", (int)pid,
-		    strerror(errno));
-		return;
-	}
-	w = xcalloc(1, sizeof(*w));
-	w->pid = pid;
-	w->pidfd = pidfd;
-	w->what = xstrdup(req->register_writer->what);
-	w->region = xstrdup(req->register_writer->region);
-	LIST_INSERT_HEAD(&h->writers, w, entry);
 	cl->writer = w;
-	cl->starttime = proc_starttime(pid);
-	log_info("disk writer pid %d registered (%s%s%s)", (int)pid, w->what,
-	    w->region[0] ? ", region " : "", w->region);
-	holders_claim(h, pid, 1, 0);
+	cl->starttime = proc_starttime(w->pid);
+	holders_claim(h, w->pid, 1, 0);
 	lease_note_users(h);
 	ipc_reply_status(c, req, 0, NULL);
 }
 
 static void
-writer_free(struct hb_writer *w)
-{
-	LIST_REMOVE(w, entry);
-	close(w->pidfd);
-	free(w->what);
-	free(w->region);
-	free(w);
-}
-
-/* An orderly goodbye (an unmount): answered once the writer is off the list. */
-static void
 handle_unregister_writer(struct ipc_conn *c, const Envelope *req)
 {
 	struct hb_client *cl = client_of(c);
 
-	if (cl->writer == NULL) {
-		ipc_reply_status(c, req, ENOENT, "pid %d is not registered",
-		    (int)ipc_conn_pid(c));
+	if (writer_unregister(c, req, &cl->writer) == -1)
 		return;
-	}
-	log_info("disk writer pid %d (%s) unregistered", (int)cl->writer->pid,
-	    cl->writer->what);
-	writer_free(cl->writer);
-	cl->writer = NULL;
 	lease_note_users(ipc_conn_arg(c));
 	ipc_reply_status(c, req, 0, NULL);
 }
@@ -457,12 +186,14 @@ handle_unregister_writer(struct ipc_conn *c, const Envelope *req)
 int
 api_region_users(struct hbd *h, const char *region, char *who, size_t len)
 {
-	struct hb_client *cl;
+	struct sub_client *sc;
 	size_t n = 0;
 	int users = 0;
 
 	who[0] = '\0';
-	TAILQ_FOREACH(cl, &h->api->clients, entry) {
+	TAILQ_FOREACH(sc, &h->subs->clients, entry) {
+		struct hb_client *cl = (struct hb_client *)sc;
+
 		if (cl->writer != NULL && (cl->writer->region[0] == '\0' ||
 		    strcmp(cl->writer->region, region) == 0)) {
 			n += (size_t)snprintf(who + n, n < len ? len - n : 0, "%s%s pid %d "
@@ -472,7 +203,7 @@ api_region_users(struct hbd *h, const char *region, char *who, size_t len)
 		if (cl->guard != NULL) {
 			n += (size_t)snprintf(who + n, n < len ? len - n : 0, "%s%s pid %d "
 			    "holds cluster locks", users ? ", " : "", cl->guard,
-			    (int)ipc_conn_pid(cl->conn));
+			    (int)ipc_conn_pid(sc->conn));
 			users |= USERS_LOCKS;
 		}
 	}
@@ -483,15 +214,17 @@ api_region_users(struct hbd *h, const char *region, char *who, size_t len)
 void
 api_holders_fill(struct hbd *h, struct hblease_holder *tab, unsigned max, unsigned *n)
 {
-	struct hb_client *cl;
+	struct sub_client *sc;
 
-	TAILQ_FOREACH(cl, &h->api->clients, entry) {
+	TAILQ_FOREACH(sc, &h->subs->clients, entry) {
+		struct hb_client *cl = (struct hb_client *)sc;
+
 		if (cl->writer == NULL && cl->guard == NULL)
 			continue;
 		if (*n == max)
 			return;
 		memset(&tab[*n], 0, sizeof(tab[*n]));
-		tab[*n].pid = (int32_t)ipc_conn_pid(cl->conn);
+		tab[*n].pid = (int32_t)ipc_conn_pid(sc->conn);
 		tab[*n].starttime = cl->starttime;
 		tab[*n].writer = cl->writer != NULL;
 		tab[*n].guard = cl->guard != NULL;
@@ -573,7 +306,7 @@ client_closed(struct ipc_conn *c)
 
 	if (cl == NULL)
 		return;
-	TAILQ_REMOVE(&h->api->clients, cl, entry);
+	subs_client_remove(h->subs, &cl->sub);
 	if (cl->guard != NULL) {
 		char why[256];
 
@@ -583,16 +316,9 @@ client_closed(struct ipc_conn *c)
 		free(cl->guard);
 		nmd_client_refetch(h->nmd);
 	}
-	if (cl->writer != NULL) {
-		log_info("disk writer pid %d (%s) is gone", (int)cl->writer->pid,
-		    cl->writer->what);
-		writer_free(cl->writer);
-	}
-	if (cl->awaiting != 0 && h->api->unacked > 0 && --h->api->unacked == 0) {
-		evtimer_del(h->api->ack_timer);
-		/* Not from inside ipc_send's loop in deliver(): later. */
-		event_base_once(h->base, -1, EV_TIMEOUT, deliver_later, h, NULL);
-	}
+	if (cl->writer != NULL)
+		writer_gone(cl->writer);
+	subs_client_drop_ack(h->subs, &cl->sub);
 	free(cl);
 	lease_note_users(h);
 }
@@ -613,12 +339,8 @@ api_start(struct hbd *h)
 {
 	char *path;
 
-	h->api = xcalloc(1, sizeof(*h->api));
-	TAILQ_INIT(&h->api->events);
-	TAILQ_INIT(&h->api->clients);
-	h->api->stage = HBD__ROLE__ROLE_NET;
-	if ((h->api->ack_timer = evtimer_new(h->base, ack_timeout, h)) == NULL)
-		fatalx("out of memory");
+	h->subs = xcalloc(1, sizeof(*h->subs));
+	subs_init(h->subs, h->base, HB_ACK_TIMEOUT_MS);
 	xasprintf(&path, "%s/hbd.sock", h->rundir);
 	h->ipc = ipc_server_listen(h->base, path, "hbd", hbd_handlers,
 	    nitems(hbd_handlers), h);

@@ -113,7 +113,7 @@ fence_reboot(int panic)
 static int
 kill_writers(struct hbd *h)
 {
-	struct hb_writer *w;
+	struct disk_writer *w;
 	struct pollfd pfd;
 	uint64_t deadline = mono_us() + FENCE_CONFIRM_MS * 1000ull;
 	int left = 0, ms;

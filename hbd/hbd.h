@@ -20,6 +20,7 @@
 
 #include "clusterconf.h"
 #include "envelope.pb-c.h"
+#include "writers.h"
 
 #define HB_MAX_NODES		255	/* O2NM_MAX_NODES: slots 0..254 */
 #define HB_LIVE_THRESHOLD	2	/* O2HB_LIVE_THRESHOLD */
@@ -287,14 +288,6 @@ void	api_unfenced_event(struct hbd *, const char *reason);
 int	api_region_users(struct hbd *, const char *region, char *who, size_t len);
 void	api_holders_fill(struct hbd *, struct hblease_holder *, unsigned max, unsigned *n);
 
-struct hb_writer {
-	LIST_ENTRY(hb_writer)	 entry;
-	pid_t			 pid;
-	int			 pidfd;
-	char			*what;
-	char			*region;	/* "": every region */
-};
-
 /* A writer or lock holder of an earlier hbd, alive when we started (holders.c). */
 struct hb_inherited {
 	LIST_ENTRY(hb_inherited) entry;
@@ -303,7 +296,7 @@ struct hb_inherited {
 	uint64_t		 starttime;
 	int			 pidfd;
 	int			 guard;		/* held cluster locks */
-	struct hb_writer	*writer;	/* on h->writers until it registers again */
+	struct disk_writer	*writer;	/* on h->writers until it registers again */
 	struct event		*exited;
 };
 
@@ -337,11 +330,11 @@ struct hbd {
 	int			 stopping;	/* SIGTERM: leaving, start nothing */
 	int			 fenced;
 	char			 fence_reason[512];
-	LIST_HEAD(, hb_writer)	 writers;
+	struct disk_writers	 writers;	/* common/writers.c */
 	LIST_HEAD(, hb_inherited) inherited;
 
 	struct ipc_server	*ipc;
-	struct api_state	*api;
+	struct subscribers	*subs;	/* api.c */
 };
 
 /* Clocks: wall for what we show and write, monotonic for durations. */

@@ -36,13 +36,8 @@ static void
 inherited_free(struct hb_inherited *in)
 {
 	LIST_REMOVE(in, entry);
-	if (in->writer != NULL) {
-		LIST_REMOVE(in->writer, entry);
-		close(in->writer->pidfd);
-		free(in->writer->what);
-		free(in->writer->region);
-		free(in->writer);
-	}
+	if (in->writer != NULL)
+		writer_free(in->writer);
 	if (in->exited != NULL)
 		event_free(in->exited);
 	close(in->pidfd);
@@ -76,7 +71,7 @@ static void
 inherit(struct hbd *h, const struct hblease_holder *e, int pidfd)
 {
 	struct hb_inherited *in = xcalloc(1, sizeof(*in));
-	struct hb_writer *w;
+	struct disk_writer *w;
 
 	in->h = h;
 	in->pid = e->pid;
@@ -153,11 +148,7 @@ holders_claim(struct hbd *h, pid_t pid, int writer, int guard)
 		if (in->pid != pid)
 			continue;
 		if (writer && in->writer != NULL) {
-			LIST_REMOVE(in->writer, entry);
-			close(in->writer->pidfd);
-			free(in->writer->what);
-			free(in->writer->region);
-			free(in->writer);
+			writer_free(in->writer);
 			in->writer = NULL;
 		}
 		if (guard)

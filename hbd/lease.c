@@ -12,10 +12,8 @@
  * live. If it comes back before the others could have declared us dead
  * it resumes, and nobody notices; if not, it fences this node.
  */
-#include <sys/mman.h>
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,26 +30,12 @@ static struct hblease *lease;
 void
 lease_open(struct hbd *h)
 {
-	char *path;
-	int fd;
+	int stale;
 
-	xasprintf(&path, "%s/%s", h->rundir, HBLEASE_FILE);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1 ||
-	    ftruncate(fd, sizeof(*lease)) == -1)
-		fatal("%s", path);
-	lease = mmap(NULL, sizeof(*lease), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (lease == MAP_FAILED)
-		fatal("mmap %s", path);
-	close(fd);
-	if (lease->magic != HBLEASE_MAGIC || lease->version != HBLEASE_VERSION) {
-		if (lease->magic != 0)
-			log_warnx("%s: not a lease file of this version; starting afresh",
-			    path);
-		memset(lease, 0, sizeof(*lease));
-		lease->magic = HBLEASE_MAGIC;
-		lease->version = HBLEASE_VERSION;
-	}
-	free(path);
+	lease = hblease_keep(h->rundir, "hbd", &stale);
+	if (stale)
+		log_warnx("%s/%s: not a lease file of this version; starting afresh",
+		    h->rundir, HBLEASE_FILE);
 }
 
 static struct hblease_region *

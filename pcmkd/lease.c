@@ -12,9 +12,7 @@
  * A restarted pcmkd keeps the entries it finds, so that the writers of
  * the node go on under the same file.
  */
-#include <sys/mman.h>
 
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,22 +44,10 @@ lease_open(struct pcmkd *p)
 {
 	struct timeval tv = { 0, PM_RENEW_MS * 1000 };
 	struct hblease *l;
-	char *path;
-	int fd;
+	int stale;
 
-	xasprintf(&path, "%s/pcmkd.lease", p->rundir);
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) == -1 ||
-	    ftruncate(fd, sizeof(*l)) == -1)
-		fatal("%s", path);
-	l = mmap(NULL, sizeof(*l), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (l == MAP_FAILED)
-		fatal("mmap %s", path);
-	close(fd);
-	if (l->magic != HBLEASE_MAGIC || l->version != HBLEASE_VERSION) {
-		memset(l, 0, sizeof(*l));
-		l->magic = HBLEASE_MAGIC;
-		l->version = HBLEASE_VERSION;
-	}
+	/* pcmkd replaces a stale file without a word, as it always did. */
+	l = hblease_keep(p->rundir, "pcmkd", &stale);
 	/* A writer past its lease waits one more PM_LEASE_MS for a renewal. */
 	l->interval_ms = PM_LEASE_MS;
 	l->dead_threshold = 3;
@@ -70,7 +56,6 @@ lease_open(struct pcmkd *p)
 	if ((p->renew_ev = event_new(p->base, -1, EV_PERSIST, renew_tick, p)) == NULL ||
 	    event_add(p->renew_ev, &tv) == -1)
 		fatalx("out of memory for the lease timer");
-	free(path);
 }
 
 /* The region's entry: the one already naming it (an earlier pcmkd's), else a free one. */

@@ -48,7 +48,7 @@ on_stop(struct daemon *d, void *arg, int sig)
 	char who[512];
 
 	p->stopping = 1;
-	if (p->api != NULL && api_users(p, who, sizeof(who)) > 0)
+	if (p->subs != NULL && api_users(p, who, sizeof(who)) > 0)
 		log_warnx("signal %d while %s: exiting without leaving the group", sig, who);
 	else {
 		log_info("signal %d: leaving the group", sig);

@@ -18,6 +18,7 @@
 
 #include "clusterconf.h"
 #include "envelope.pb-c.h"
+#include "writers.h"
 
 #define PM_MAX_NODES		255	/* OCFS2 node numbers 0..254 */
 #define PM_ACK_TIMEOUT_MS	5000	/* a subscriber that does not ack in time is skipped */
@@ -68,14 +69,6 @@ struct pm_region {
 	int			 seen;		/* in the last configuration */
 };
 
-struct pm_writer {
-	LIST_ENTRY(pm_writer)	 entry;
-	pid_t			 pid;
-	int			 pidfd;
-	char			*what;
-	char			*region;
-};
-
 struct pcmkd {
 	struct event_base	*base;
 	const char		*rundir;
@@ -96,7 +89,7 @@ struct pcmkd {
 
 	struct pm_members	 m;
 	TAILQ_HEAD(, pm_region)	 regions;
-	LIST_HEAD(, pm_writer)	 writers;
+	struct disk_writers	 writers;	/* common/writers.c */
 
 	int			 fenced;
 	char			 fence_reason[512];
@@ -109,7 +102,7 @@ struct pcmkd {
 
 	/* api.c */
 	struct ipc_server	*ipc;
-	struct pm_api		*api;
+	struct subscribers	*subs;
 };
 
 /* corosync.c */
