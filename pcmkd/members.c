@@ -12,12 +12,19 @@ pm_quorum(struct pm_members *m, int quorate, uint64_t ring_seq, const uint32_t *
 {
 	size_t i;
 
+	m->quorum_known = 1;
 	m->quorate = quorate;
 	m->ring_seq = ring_seq;
 	memset(m->in_membership, 0, sizeof(m->in_membership));
 	for (i = 0; i < n; i++)
 		if (ids[i] < PM_MAX_NODES)
 			m->in_membership[ids[i]] = 1;
+}
+
+int
+pm_quorum_lost(const struct pm_members *m)
+{
+	return m->quorum_known && !m->quorate;
 }
 
 void

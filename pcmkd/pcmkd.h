@@ -43,6 +43,7 @@ struct hblease;
 enum pm_group_why { PM_JOINED, PM_LEFT, PM_PROC_DIED, PM_NODE_DIED };
 
 struct pm_members {
+	int		quorum_known;	/* a notification came since start */
 	int		quorate;
 	uint64_t	ring_seq;	/* of the last quorum notification */
 	uint8_t		in_membership[PM_MAX_NODES];
@@ -56,6 +57,12 @@ enum pm_change { PM_SAME, PM_UP, PM_DOWN };
 /* The quorum service's notification: quorate, ring, the members' node ids. */
 void	pm_quorum(struct pm_members *, int quorate, uint64_t ring_seq,
 	    const uint32_t *ids, size_t n);
+/*
+ * Quorum lost: said so by corosync. Before its first notification a
+ * (re)started pcmkd knows nothing, and the lease an earlier pcmkd left
+ * runs on until it is renewed or runs out.
+ */
+int	pm_quorum_lost(const struct pm_members *);
 /* A change of our group: id joined, left, its pcmkd died or its node died. */
 void	pm_group(struct pm_members *, uint32_t id, enum pm_group_why);
 /* Decide node: its new state (m->up updated); why says why when it changed. */

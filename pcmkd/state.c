@@ -50,9 +50,9 @@ state_update(struct pcmkd *p)
 
 	if (!p->configured)
 		return;
-	if (!p->m.quorate && !LIST_EMPTY(&p->writers) && !p->fenced)
+	if (pm_quorum_lost(&p->m) && !LIST_EMPTY(&p->writers) && !p->fenced)
 		state_fence(p, "this partition lost quorum");
-	else if (!p->m.quorate)
+	else if (pm_quorum_lost(&p->m))
 		lease_revoke_all(p);
 	for (i = 0; i < PM_MAX_NODES; i++) {
 		if (!p->node_known[i])

@@ -141,3 +141,19 @@ Test(pcmkd_members, ids_past_ocfs2_node_numbers)
 	cr_assert_eq(decide(255), PM_SAME);
 	cr_assert_eq(decide(1000), PM_SAME);
 }
+
+/*
+ * A restarted pcmkd hears from nmd before corosync's first quorum
+ * notification: not knowing yet is not a lost quorum (it used to revoke
+ * the lease its predecessor left, and stop its node's fsd).
+ */
+Test(pcmkd_members, quorum_unknown_until_corosync_says)
+{
+	const uint32_t ids[] = { 1, 2, 3 };
+
+	cr_assert_not(pm_quorum_lost(&m), "nothing heard yet: not lost");
+	pm_quorum(&m, 1, 4, ids, 3);
+	cr_assert_not(pm_quorum_lost(&m));
+	pm_quorum(&m, 0, 8, ids, 1);
+	cr_assert(pm_quorum_lost(&m));
+}
