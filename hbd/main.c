@@ -24,14 +24,21 @@ check_config(const struct daemon_args *args, const char *node)
 	struct cluster_conf *cc;
 	const struct cc_node *self;
 
+	int rc = 0;
+
 	if ((cc = daemon_check_config(args, node, &self)) == NULL)
 		return 1;
-	printf("%s: configuration OK (cluster %s, local node %s number %u, heartbeat "
-	    "every %u ms, dead after %u, %s mode)\n", args->conf_path, cc->name,
-	    self->name, self->num, cc->hb_interval_ms, cc->tun.dead_threshold,
-	    cc->hb_mode == CC_HB_GLOBAL ? "global" : "local");
+	if (cc->stack != CC_STACK_O2CB) {
+		fprintf(stderr, "%s: cluster %s runs stack %s: hbd serves only stack = o2cb\n",
+		    args->conf_path, cc->name, cc_stack_name(cc->stack));
+		rc = 1;
+	} else
+		printf("%s: configuration OK (cluster %s, local node %s number %u, heartbeat "
+		    "every %u ms, dead after %u, %s mode)\n", args->conf_path, cc->name,
+		    self->name, self->num, cc->hb_interval_ms, cc->tun.dead_threshold,
+		    cc->hb_mode == CC_HB_GLOBAL ? "global" : "local");
 	free(cc);
-	return 0;
+	return rc;
 }
 
 static int

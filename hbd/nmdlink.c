@@ -178,6 +178,13 @@ apply_config(const Nmd__Config *cfg, void *arg)
 	unsigned n;
 	size_t i;
 
+	/*
+	 * Two membership daemons on one node would each answer for it: on
+	 * the pcmk stack pcmkd does (nmd keeps the stack it started with).
+	 */
+	if (TAILQ_EMPTY(&h->regions) && strcmp(cfg->stack, cc_stack_name(CC_STACK_PCMK)) == 0)
+		fatalx("cluster %s runs stack %s: pcmkd serves it, not hbd "
+		    "(hbd serves only stack = o2cb)", cfg->cluster, cfg->stack);
 	snprintf(h->cluster, sizeof(h->cluster), "%s", cfg->cluster);
 	for (n = 0; n < HB_MAX_NODES; n++) {
 		free(h->node_names[n]);

@@ -47,6 +47,8 @@ check "pcmkd -n accepts the pcmk configuration" \
 sed 's/stack = pcmk/stack = o2cb/' "$(lc conf)" >"$FSD_DIR/o2cb.conf"
 expect_error "pcmkd -n refuses an o2cb configuration" "pcmkd serves only stack = pcmk" \
     "$BUILD/pcmkd" -n -c "$FSD_DIR/o2cb.conf" -t "$LOCALCLUSTER_DIR/node1/o2cb" --node node1
+expect_error "hbd -n refuses a pcmk configuration" "hbd serves only stack = o2cb" \
+    "$BUILD/hbd" -n -c "$(lc conf)" -t "$LOCALCLUSTER_DIR/node1/o2cb" --node node1
 for k in 1 2 3; do
 	check "node$k sees nodes 1 2 3 up (corosync's quorate membership)" wait_for 20 live_is "$k" "[1,2,3]"
 done
@@ -89,6 +91,9 @@ echo "-- a node without corosync"
 expect_error "pcmkd refuses to start without corosync, saying so" "corosync is not running here" \
     lc exec 3 timeout 20 "$BUILD/pcmkd" -c "$(lc conf)" --node node3 --rundir "$FSD_DIR/run3"
 check "node3's nmd alone" lc start 3 nmd
+expect_error "hbd started by hand on a pcmk node exits, naming pcmkd" "pcmkd serves it, not hbd" \
+    lc exec 3 timeout 20 "$BUILD/hbd" -c "$(lc conf)" -t "$LOCALCLUSTER_DIR/node3/o2cb" \
+    --node node3 --rundir "$LOCALCLUSTER_DIR/node3/run"
 mkdir -p "$FSD_DIR/m3"
 expect_error "a mount without pcmkd fails, naming it" "pcmkd is not running" \
     lc exec 3 timeout 30 "$FSD" "$IMG" "$FSD_DIR/m3"
