@@ -100,6 +100,18 @@ daemon_check_config(const struct daemon_args *a, const char *node,
 	return cc;
 }
 
+int
+daemon_check_stack(const struct daemon_args *a, const struct cluster_conf *cc,
+    enum cc_stack serves)
+{
+	if (cc->stack == serves)
+		return 0;
+	fprintf(stderr, "%s: cluster %s runs stack %s: %s serves only stack = %s\n",
+	    a->conf_path, cc->name, cc_stack_name(cc->stack), cc_stack_daemon(serves),
+	    cc_stack_name(serves));
+	return -1;
+}
+
 const char *
 daemon_membership(const struct daemon_args *a, const char *node)
 {

@@ -8,8 +8,8 @@
 
 #include <stddef.h>
 
-struct cc_node;
-struct cluster_conf;
+#include "clusterconf.h"
+
 struct event_base;
 struct daemon;
 
@@ -42,6 +42,12 @@ void	daemon_args_parse(const char *daemon, int argc, char *argv[],
  */
 struct cluster_conf *daemon_check_config(const struct daemon_args *,
 	    const char *node, const struct cc_node **self);
+/*
+ * -n of a membership daemon: 0 when cc runs the stack it serves, else -1
+ * once it printed that the other stack's daemon serves it.
+ */
+int	daemon_check_stack(const struct daemon_args *, const struct cluster_conf *,
+	    enum cc_stack serves);
 
 /*
  * The daemon that tells this node's membership, by the stack the

@@ -28,11 +28,9 @@ check_config(const struct daemon_args *args, const char *node)
 
 	if ((cc = daemon_check_config(args, node, &self)) == NULL)
 		return 1;
-	if (cc->stack != CC_STACK_O2CB) {
-		fprintf(stderr, "%s: cluster %s runs stack %s: hbd serves only stack = o2cb\n",
-		    args->conf_path, cc->name, cc_stack_name(cc->stack));
+	if (daemon_check_stack(args, cc, CC_STACK_O2CB) == -1)
 		rc = 1;
-	} else
+	else
 		printf("%s: configuration OK (cluster %s, local node %s number %u, heartbeat "
 		    "every %u ms, dead after %u, %s mode)\n", args->conf_path, cc->name,
 		    self->name, self->num, cc->hb_interval_ms, cc->tun.dead_threshold,

@@ -23,11 +23,9 @@ check_config(const struct daemon_args *args, const char *node)
 
 	if ((cc = daemon_check_config(args, node, &self)) == NULL)
 		return 1;
-	if (cc->stack != CC_STACK_PCMK) {
-		fprintf(stderr, "%s: cluster %s runs stack %s: pcmkd serves only stack = pcmk\n",
-		    args->conf_path, cc->name, cc_stack_name(cc->stack));
+	if (daemon_check_stack(args, cc, CC_STACK_PCMK) == -1)
 		rc = 1;
-	} else
+	else
 		printf("%s: configuration OK (cluster %s, stack pcmk, local node %s number %u)\n",
 		    args->conf_path, cc->name, self->name, self->num);
 	free(cc);
