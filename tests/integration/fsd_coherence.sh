@@ -18,9 +18,7 @@ trap 'cluster_cleanup 2 fsd' EXIT
 M=()
 
 echo "-- setup"
-if ! netd_up 2; then fail "localcluster up 2"; finish; exit 1; fi
-for k in 1 2; do run_check "node$k mounts the volume" node_mount "$k"; done
-IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
+mount_two
 
 echo "-- shared mappings"
 # mmap_coherence A B: A and B are one file seen by node1 and node2. One

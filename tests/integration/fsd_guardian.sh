@@ -61,9 +61,7 @@ requests_waiting() { note_dev "$1"; (($(cat "/sys/fs/fuse/connections/${FUSE_DEV
 enotconn() { stat "${M[1]}" 2>&1 | grep -q 'Transport endpoint is not connected'; }
 
 echo "-- setup: two nodes mounted"
-if ! netd_up 2; then fail "localcluster up 2"; finish; exit 1; fi
-for k in 1 2; do run_check "node$k mounts the volume" node_mount "$k"; done
-IMG=$(lc exec 1 sh -c 'echo $OCFS2_IMAGE')
+mount_two
 UUID=$(debugfs.ocfs2 -R stats "$IMG" 2>/dev/null | awk '/UUID:/ { print toupper($2) }')
 
 F=${M[1]}/f
