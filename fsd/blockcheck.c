@@ -5,7 +5,6 @@
  * fs/ocfs2/blockcheck.c does; doc/metaecc.md has the rules.
  */
 #include <endian.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "crc32.h"
@@ -35,73 +34,51 @@ is_pow2(uint32_t x)
 }
 
 /*
- * Eight data bits at consecutive code positions c .. c+7 (no parity
- * position among them) add the xor of c + j over their set bits j. With
- * c = 8q + r that is 8q or 8q + 8 (by whether j + r carries past 8, an
- * odd number of times each) and the low three bits of r + j: per r and
- * byte value, those three facts are a table.
+ * The code is the xor of the code positions of the set data bits.
+ * Positions 64k .. 64k+63 (k >= 1) lie above the parity positions 1, 2,
+ * 4 .. 2^(6+L), L = floor(log2 k), and 64k is itself one when k is a
+ * power of two; so position 64k + j holds data bit 64k + j - 8 - L: the
+ * code word k is the 64 data bits from bit 56 - L of data word k - 1 on.
+ * Since 64k + j = 64k | j, a word adds 64k if it has an odd number of
+ * set bits, and the xor of its set bits' j, which over all words is the
+ * xor of the j of the xor of all words: six parities at the end.
+ * Positions 0..63 (data bits 0..56) mix in six parity positions: bit by
+ * bit.
  */
-#define T_LOW		0x07	/* xor of (r + j) & 7 */
-#define T_NOCARRY	0x08	/* odd count of set bits with r + j < 8 */
-#define T_CARRY		0x10	/* odd count with r + j >= 8 */
-static uint8_t byte_tab[8][256];
-static pthread_once_t byte_tab_once = PTHREAD_ONCE_INIT;
-
-static void
-byte_tab_init(void)
-{
-	unsigned r, v, j;
-	uint8_t t;
-
-	for (r = 0; r < 8; r++)
-		for (v = 0; v < 256; v++) {
-			t = 0;
-			for (j = 0; j < 8; j++) {
-				if (!(v & (1u << j)))
-					continue;
-				t ^= (uint8_t)((r + j) & 7);
-				t ^= r + j < 8 ? T_NOCARRY : T_CARRY;
-			}
-			byte_tab[r][v] = t;
-		}
-}
-
 uint32_t
 blockcheck_hamming(const uint8_t *data, size_t len)
 {
-	uint32_t parity = 0, pos = 3, next_pow = 4, base;
-	size_t byte;
-	unsigned bit;
-	uint8_t v, t;
+	static const uint64_t j_bit[6] = {
+		0xAAAAAAAAAAAAAAAAull, 0xCCCCCCCCCCCCCCCCull, 0xF0F0F0F0F0F0F0F0ull,
+		0xFF00FF00FF00FF00ull, 0xFFFF0000FFFF0000ull, 0xFFFFFFFF00000000ull,
+	};
+	uint64_t words[BLOCKCHECK_MAX / 8 + 1], w, all = 0;
+	size_t nbits = len * 8, nwords = len / 8, i;
+	uint32_t parity = 0, k, log2k = 0;
+	unsigned b, s;
 
-	pthread_once(&byte_tab_once, byte_tab_init);
-	/* pos: the code position of the next data bit; next_pow: the next parity one */
-	for (byte = 0; byte < len; byte++) {
-		v = data[byte];
-		if (pos + 7 < next_pow) {
-			if (v != 0) {
-				t = byte_tab[pos & 7][v];
-				base = pos & ~7u;
-				parity ^= (t & T_LOW) ^ (t & T_NOCARRY ? base : 0) ^
-				    (t & T_CARRY ? base + 8 : 0);
-			}
-			pos += 8;
-			if (pos == next_pow) {
-				pos++;
-				next_pow <<= 1;
-			}
-			continue;
-		}
-		for (bit = 0; bit < 8; bit++) {
-			if (v & (1u << bit))
-				parity ^= pos;
-			pos++;
-			if (pos == next_pow) {
-				pos++;
-				next_pow <<= 1;
-			}
-		}
+	for (i = 0; i < nwords; i++) {
+		memcpy(&w, data + 8 * i, sizeof(w));
+		words[i] = le64toh(w);
 	}
+	words[nwords] = 0;		/* past the end: no bits */
+	for (i = 0; i < 57; i++)
+		if (words[0] & (1ull << i))
+			parity ^= blockcheck_code_pos((uint32_t)i);
+	for (k = 1; 64 * (size_t)k - 8 - log2k < nbits; k++) {
+		s = 56 - log2k;
+		w = (words[k - 1] >> s) | (words[k] << (64 - s));
+		if (k == 1u << log2k)
+			w &= ~1ull;		/* position 64k is parity */
+		all ^= w;
+		if (__builtin_parityll(w))
+			parity ^= 64 * k;
+		if (k + 1 == 2u << log2k)
+			log2k++;
+	}
+	for (b = 0; b < 6; b++)
+		if (__builtin_parityll(all & j_bit[b]))
+			parity ^= 1u << b;
 	return parity;
 }
 

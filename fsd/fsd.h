@@ -418,7 +418,12 @@ void	 block_set_check(struct fsd *fs, enum blk_type type, uint8_t *data);
 int	 block_verify_check(struct fsd *fs, enum blk_type type, uint64_t blkno, uint8_t *data,
 	    char *why, size_t whylen);
 
-/* blockcheck.c: len bytes (len * 8 < 2^16 data bits for the parity to fit 16 bits) */
+/*
+ * blockcheck.c: len bytes, a multiple of 8 and at most BLOCKCHECK_MAX
+ * (OCFS2's blocks and xattr buckets: 512 to 4096 bytes; the parity of
+ * so many bits fits the 16 stored).
+ */
+#define BLOCKCHECK_MAX	4096
 /* Code position of data bit i: positions from 1, the powers of two are parity. */
 uint32_t blockcheck_code_pos(uint32_t i);
 /* The Hamming parity of all of data's bits (ocfs2_hamming_encode_block). */

@@ -93,6 +93,43 @@ Test(fsd_metaecc, code_positions_skip_parity)
 	cr_assert_eq(blockcheck_code_pos(32767), 32768 + 16);
 }
 
+/* The code as its definition says: the xor of each set data bit's position. */
+static uint32_t
+hamming_by_bits(const uint8_t *data, size_t len)
+{
+	uint32_t parity = 0;
+	size_t i;
+
+	for (i = 0; i < len * 8; i++)
+		if (data[i / 8] & (1u << (i % 8)))
+			parity ^= blockcheck_code_pos((uint32_t)i);
+	return parity;
+}
+
+/* The word-wise code against the definition, at every block size OCFS2 has. */
+Test(fsd_metaecc, hamming_matches_definition)
+{
+	static uint8_t blk[4096];
+	size_t len, i, n;
+
+	srandom(7);
+	for (len = 512; len <= sizeof(blk); len *= 2)
+		for (n = 0; n < 20; n++) {
+			for (i = 0; i < len; i++)
+				blk[i] = (uint8_t)(n == 0 ? 0xff : n == 1 ? 0 : random());
+			if (n == 2)	/* one bit, at each word's edge in turn */
+				memset(blk, 0, len), blk[len - 1] = 0x80;
+			cr_assert_eq(blockcheck_hamming(blk, len), hamming_by_bits(blk, len),
+			    "%zu bytes, pattern %zu", len, n);
+		}
+	for (i = 0; i < 4096 * 8; i += 61) {
+		memset(blk, 0, sizeof(blk));
+		blk[i / 8] = (uint8_t)(1u << (i % 8));
+		cr_assert_eq(blockcheck_hamming(blk, sizeof(blk)), blockcheck_code_pos((uint32_t)i),
+		    "bit %zu", i);
+	}
+}
+
 /*
  * One volume for the codec (mkfs.ocfs2 is the slow part): its checks
  * verify and recompute to the same bytes; every single bit of the root
