@@ -5,8 +5,6 @@
  * (the downconvert thread then takes the oldest out, dlmglue.c). Without
  * a cluster a resource goes as soon as it is idle.
  */
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,13 +36,39 @@ static const struct fsd_lock_ops *const lock_types[FSD_LOCK_NTYPES] = {
 	[FSD_LOCK_REFCOUNT]	= &refcount_lock_ops,
 };
 
+static char *
+put_hex(char *p, uint64_t v, unsigned digits)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned i;
+
+	for (i = digits; i > 0; i--, v >>= 4)
+		p[i - 1] = hex[v & 0xf];
+	return p + digits;
+}
+
+/*
+ * dlmglue's ocfs2_build_lock_name, "%c%s%016llx%08x", written by hand:
+ * every lookup of a resource names it, and snprintf was a fifth of fsd's
+ * instructions in a run of unlinks.
+ */
 void
 lockres_name(char *out, size_t outlen, enum fsd_lock_type type, uint64_t blkno,
     uint32_t generation)
 {
-	/* dlmglue's ocfs2_build_lock_name: %c%s%016llx%08x */
-	snprintf(out, outlen, "%c%s%016" PRIx64 "%08x",
-	    lock_types[type]->letter, OCFS2_LOCK_ID_PAD, blkno, generation);
+	char name[FSD_LOCK_NAME_LEN], *p = name;
+	size_t pad = sizeof(OCFS2_LOCK_ID_PAD) - 1;
+
+	*p++ = lock_types[type]->letter;
+	memcpy(p, OCFS2_LOCK_ID_PAD, pad);
+	p = put_hex(p + pad, blkno, 16);
+	p = put_hex(p, generation, 8);
+	*p = '\0';
+	if (outlen > 0) {
+		outlen = outlen < sizeof(name) ? outlen : sizeof(name);
+		memcpy(out, name, outlen - 1);
+		out[outlen - 1] = '\0';
+	}
 }
 
 pthread_mutex_t *
