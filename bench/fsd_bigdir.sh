@@ -65,11 +65,24 @@ if op == "fill":		# fill DIR N: N names in DIR
         t = time.time()
         creates("%s/%s" % (d, name(i)) for i in range(first, min(first + step, n)))
         print("%.1f" % ((min(first + step, n) - first) / (time.time() - t)))
-elif op == "fill_small":	# fill_small DIR N: N names in DIR/sNNNN, 1,000 each
-    d, n = sys.argv[2], int(sys.argv[3])
+elif op == "fill_both":	# fill_both BIG SMALL N: N names in BIG and in SMALL/sNNNN, 1,000 each
+    # in turns of 1,000, so that neither set of inodes is the more recently
+    # written (the storage under the image caches what it wrote last);
+    # prints BIG's creates/s per tenth
+    big, small, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    tenth = max(n // 10, 1)
+    count, spent = 0, 0.0
     for k in range((n + 999) // 1000):
-        os.mkdir("%s/s%04d" % (d, k))
-        creates("%s/s%04d/%s" % (d, k, name(i)) for i in range(k * 1000, min(k * 1000 + 1000, n)))
+        names = range(k * 1000, min(k * 1000 + 1000, n))
+        t = time.time()
+        creates("%s/%s" % (big, name(i)) for i in names)
+        spent += time.time() - t
+        count += len(names)
+        if count >= tenth or names[-1] == n - 1:
+            print("%.1f" % (count / spent))
+            count, spent = 0, 0.0
+        os.mkdir("%s/s%04d" % (small, k))
+        creates("%s/s%04d/%s" % (small, k, name(i)) for i in names)
 elif op == "stat":		# stat DIR N LOOKUPS SEED small|big
     d, n, count, seed, where = sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
     pick = random.Random(seed).sample(range(n), count)
@@ -102,8 +115,7 @@ mkfs_vol v $(((NAMES * 2 * 4400 / 1048576 + 1024) * 1048576)) \
     sparse,unwritten,inline-data,indexed-dirs || exit 1
 mount_vol v || exit 1
 mkdir "$W/v/big" "$W/v/small" "$W/lower" "$W/upper" "$W/work" "$W/ovl" "$W/lower/big"
-work fill "$W/v/big" "$NAMES" >"$W/fill" || exit 1
-work fill_small "$W/v/small" "$NAMES" || exit 1
+work fill_both "$W/v/big" "$W/v/small" "$NAMES" >"$W/fill" || exit 1
 # the passthrough's names straight into its lower directory
 work fill "$W/lower/big" "$NAMES" >/dev/null || exit 1
 fuse-overlayfs -o "lowerdir=$W/lower,upperdir=$W/upper,workdir=$W/work" "$W/ovl" 2>/dev/null ||
