@@ -20,12 +20,8 @@ REMOTE_ITERS=1000
 GRANTS=1000		# per ping-pong client per round
 TCP_ITERS=5000
 NETD_ITERS=2000
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--rounds) ROUNDS=$2; shift 2 ;;
-	*) echo "usage: bench/dlmd.sh [--rounds N]" >&2; exit 2 ;;
-	esac
-done
+source "$TOP/bench/options.inc"
+bench_options "bench/dlmd.sh [--rounds N]" rounds -- "$@"
 CLIENT=$BUILD/bench/dlmd
 [[ -x $CLIENT ]] || { echo "dlmd bench: $CLIENT missing (make bench builds it)"; exit 1; }
 

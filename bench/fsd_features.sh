@@ -16,20 +16,12 @@ BUILD=${OCFS2_BUILD:-$TOP/build}
 SIZE_MB=512
 FILES=10000
 RUNS=3
-BASE=/tmp
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--size-mb) SIZE_MB=$2; shift 2 ;;
-	--files) FILES=$2; shift 2 ;;
-	--runs) RUNS=$2; shift 2 ;;
-	--dir) BASE=$2; shift 2 ;;
-	*) echo "usage: bench/fsd_features.sh [--size-mb N] [--files N] [--runs N] [--dir DIR]" >&2
-	   exit 2 ;;
-	esac
-done
+DIR=/tmp
+source "$TOP/bench/options.inc"
+bench_options "bench/fsd_features.sh [--size-mb N] [--files N] [--runs N] [--dir DIR]" size-mb files runs dir -- "$@"
 command -v fuse-overlayfs >/dev/null || { echo "fsd_features bench: fuse-overlayfs missing"; exit 1; }
 
-W=$(mktemp -d "$BASE/fsd-features-bench.XXXXXX")
+W=$(mktemp -d "$DIR/fsd-features-bench.XXXXXX")
 PIDS=()
 cleanup() {
 	local m p

@@ -15,19 +15,12 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${OCFS2_BUILD:-$TOP/build}
 FILES=5000
 RUNS=3
-BASE=/tmp
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--files) FILES=$2; shift 2 ;;
-	--runs) RUNS=$2; shift 2 ;;
-	--dir) BASE=$2; shift 2 ;;
-	*) echo "usage: bench/fsd_metaecc.sh [--files N] [--runs N] [--dir DIR]" >&2
-	   exit 2 ;;
-	esac
-done
+DIR=/tmp
+source "$TOP/bench/options.inc"
+bench_options "bench/fsd_metaecc.sh [--files N] [--runs N] [--dir DIR]" files runs dir -- "$@"
 FEATURES=sparse,unwritten,inline-data,xattr,indexed-dirs,discontig-bg,append-dio
 
-W=$(mktemp -d "$BASE/fsd-metaecc-bench.XXXXXX")
+W=$(mktemp -d "$DIR/fsd-metaecc-bench.XXXXXX")
 source "$TOP/bench/fsd_lib.inc"
 cleanup() {
 	umount_all_vols

@@ -16,19 +16,12 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${OCFS2_BUILD:-$TOP/build}
 FILES=3000
 RUNS=3
-BASE=/tmp
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--files) FILES=$2; shift 2 ;;
-	--runs) RUNS=$2; shift 2 ;;
-	--dir) BASE=$2; shift 2 ;;
-	*) echo "usage: bench/fsd_quota.sh [--files N] [--runs N] [--dir DIR]" >&2
-	   exit 2 ;;
-	esac
-done
+DIR=/tmp
+source "$TOP/bench/options.inc"
+bench_options "bench/fsd_quota.sh [--files N] [--runs N] [--dir DIR]" files runs dir -- "$@"
 U=4001
 
-W=$(mktemp -d "$BASE/fsd-quota-bench.XXXXXX")
+W=$(mktemp -d "$DIR/fsd-quota-bench.XXXXXX")
 chmod 755 "$W"
 source "$TOP/bench/fsd_lib.inc"
 cleanup() {

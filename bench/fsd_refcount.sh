@@ -14,19 +14,11 @@ BUILD=${OCFS2_BUILD:-$TOP/build}
 SIZE_MB=1024
 WRITES=5000
 RUNS=3
-BASE=/tmp
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--size-mb) SIZE_MB=$2; shift 2 ;;
-	--writes) WRITES=$2; shift 2 ;;
-	--runs) RUNS=$2; shift 2 ;;
-	--dir) BASE=$2; shift 2 ;;
-	*) echo "usage: bench/fsd_refcount.sh [--size-mb N] [--writes N] [--runs N] [--dir DIR]" >&2
-	   exit 2 ;;
-	esac
-done
+DIR=/tmp
+source "$TOP/bench/options.inc"
+bench_options "bench/fsd_refcount.sh [--size-mb N] [--writes N] [--runs N] [--dir DIR]" size-mb writes runs dir -- "$@"
 
-W=$(mktemp -d "$BASE/fsd-refcount-bench.XXXXXX")
+W=$(mktemp -d "$DIR/fsd-refcount-bench.XXXXXX")
 FSD_PID=
 cleanup() {
 	mountpoint -q "$W/m" && fusermount3 -u "$W/m"

@@ -14,20 +14,12 @@ BUILD=${OCFS2_BUILD:-$TOP/build}
 THREADS=8
 FILES=8000
 RUNS=5
-BASE=/tmp
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--threads) THREADS=$2; shift 2 ;;
-	--files) FILES=$2; shift 2 ;;
-	--runs) RUNS=$2; shift 2 ;;
-	--dir) BASE=$2; shift 2 ;;
-	*) echo "usage: bench/fsd_threads.sh [--threads N] [--files N] [--runs N] [--dir DIR]" >&2
-	   exit 2 ;;
-	esac
-done
+DIR=/tmp
+source "$TOP/bench/options.inc"
+bench_options "bench/fsd_threads.sh [--threads N] [--files N] [--runs N] [--dir DIR]" threads files runs dir -- "$@"
 command -v fuse-overlayfs >/dev/null || { echo "fsd_threads bench: fuse-overlayfs missing"; exit 1; }
 
-W=$(mktemp -d "$BASE/fsd-threads-bench.XXXXXX")
+W=$(mktemp -d "$DIR/fsd-threads-bench.XXXXXX")
 source "$TOP/bench/fsd_lib.inc"
 cleanup() {
 	mountpoint -q "$W/ovl" && fusermount3 -u "$W/ovl"

@@ -9,15 +9,10 @@ source "$TOP/tests/lib.sh"
 source "$TOP/tests/integration/hbd_lib.inc"
 
 KILLS=20
-LOAD_S=20
+LOAD_SECONDS=20
 N=5
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--kills) KILLS=$2; shift 2 ;;
-	--load-seconds) LOAD_S=$2; shift 2 ;;
-	*) echo "usage: bench/hbd.sh [--kills N] [--load-seconds S]" >&2; exit 2 ;;
-	esac
-done
+source "$TOP/bench/options.inc"
+bench_options "bench/hbd.sh [--kills N] [--load-seconds S]" kills load-seconds -- "$@"
 
 export LOCALCLUSTER_DIR=/tmp/ocfs2-bench-hbd-$$
 DIR=$LOCALCLUSTER_DIR
@@ -53,11 +48,11 @@ echo "kill -9 to node-down on every survivor ($KILLS kills x $((N - 1)) survivor
     "(o2hb: between $THR and $((THR + 2)))"
 
 watch_start 1 "$DIR/load.json"
-stress-ng --cpu 2 --io 1 --hdd 1 --temp-path "$DIR" --timeout "${LOAD_S}s" --quiet
+stress-ng --cpu 2 --io 1 --hdd 1 --temp-path "$DIR" --timeout "${LOAD_SECONDS}s" --quiet
 for k in $(seq 1 $N); do
 	hb_status $k | jq -r '.regions[0] | "\(.write_latency_p50_us) \(.write_latency_p99_us) \(.write_latency_max_us)"'
 done >"$DIR/lat"
-echo "heartbeat write latency under stress-ng --cpu 2 --io 1 --hdd 1 (${LOAD_S}s, per node, us):" \
+echo "heartbeat write latency under stress-ng --cpu 2 --io 1 --hdd 1 (${LOAD_SECONDS}s, per node, us):" \
     "p50 $(awk '{print $1}' "$DIR/lat" | stats), p99 $(awk '{print $2}' "$DIR/lat" | stats)," \
     "worst $(awk '{print $3}' "$DIR/lat" | sort -n | tail -1)"
 downs=$(grep -c node-down "$DIR/load.json")
