@@ -234,6 +234,8 @@ request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int
 	lr->flags |= LR_BUSY;
 	lr->requested = level;
 	lr->status = 0;
+	if (level > lr->level)
+		g->upconverts++;
 	if (!attached)
 		lr->lockid = 0;		/* request_reply tells the new lock's */
 	pthread_mutex_unlock(m);
