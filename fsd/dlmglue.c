@@ -399,6 +399,20 @@ lockres_file_open(struct fsd_lockres *lr, int delta, int writer)
 }
 
 int
+lockres_granted(struct fsd_lockres *lr, int level)
+{
+	struct fsd_glue *g = lr->glue;
+	int granted;
+
+	if (g == NULL)
+		return 1;
+	pthread_mutex_lock(&g->mtx);
+	granted = lr->level >= level;
+	pthread_mutex_unlock(&g->mtx);
+	return granted;
+}
+
+int
 lockres_read_level(struct fsd_lockres *lr)
 {
 	struct fsd_glue *g = lr->glue;
