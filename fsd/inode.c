@@ -320,6 +320,7 @@ inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation
 	pthread_mutex_lock(&fs->itable->mtx);
 	if (ip->generation != generation && ip->opens == 0) {
 		ip->generation = generation;
+		inode_read_moved_atime(ip, 0);	/* another file's reads */
 		rw = ip->rw;
 		ip->rw = NULL;
 	}
@@ -690,13 +691,15 @@ inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct time
  * one does. So once a READ moved atime, the next read that must ask dlmd
  * anyway asks for EX at once; a read that finds atime not due (nothing
  * changed since, or another node moved it first) ends that. Only while
- * the lock is not held here: a cached PR is not given up for a guess.
+ * the file is open here (a stat of a file nobody reads here keeps PR)
+ * and the lock not held here: a cached PR is not given up for a guess.
  */
 int
 inode_read_level(struct fsd *fs, struct fsd_inode *ip)
 {
 	if (fs->readonly || fs->opts.atime == FSD_NOATIME ||
 	    !__atomic_load_n(&ip->atime_moved, __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&ip->opens, __ATOMIC_RELAXED) == 0 ||
 	    lockres_granted(ip->meta, LKM_PR))
 		return LKM_PR;
 	return LKM_EX;
