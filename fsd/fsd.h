@@ -716,8 +716,8 @@ int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
 /*
  * The META level a read of ip (GETATTR, READ) asks for, beside the
  * level the READ needs for itself: EX when this node must ask dlmd for
- * the lock anyway and its last READ of the file moved atime, which the
- * next one will most likely move again; else PR.
+ * the lock anyway, the file is open here and its last READ here moved
+ * atime, which the next one will most likely move again; else PR.
  */
 int	 inode_read_level(struct fsd *fs, struct fsd_inode *ip);
 /* A READ of ip found atime due (moved) or not. */

@@ -697,12 +697,16 @@ inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct time
 int
 inode_read_level(struct fsd *fs, struct fsd_inode *ip)
 {
+	int open;
+
 	if (fs->readonly || fs->opts.atime == FSD_NOATIME ||
 	    !__atomic_load_n(&ip->atime_moved, __ATOMIC_RELAXED) ||
-	    __atomic_load_n(&ip->opens, __ATOMIC_RELAXED) == 0 ||
 	    lockres_granted(ip->meta, LKM_PR))
 		return LKM_PR;
-	return LKM_EX;
+	pthread_mutex_lock(&fs->itable->mtx);
+	open = ip->opens > 0;
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return open ? LKM_EX : LKM_PR;
 }
 
 void
