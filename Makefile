@@ -222,6 +222,7 @@ bench: all $(BENCH_BINS)
 # with SOAK_BIGDIR_NAMES names in one directory (three nodes); then
 # fsd_stress.sh (three nodes) with more seeds and operations, apart and in one directory; then
 # fsd_handoff.sh with more turns between two nodes and more kills of the writer; then
+# fsd_handoff_rounds.sh with SOAK_HANDOFF_ROUNDS write/read rounds; then
 # SOAK_FUZZ_RUNS executions of each fuzz harness (about an hour for a
 # million each on two cores, most of it hbd's, whose fences kill the
 # stand-in process it then forks again, then dlmd's and fsd's sockets).
@@ -229,7 +230,7 @@ bench: all $(BENCH_BINS)
 # those its OPEN_KINDS leave out) and more rounds (each about 10-20 s;
 # SOAK_FAULT_SEED repeats a schedule); then hbd_load.sh with
 # SOAK_HBD_LOAD_SECONDS of load.
-# About 115 minutes; every run is made and the target fails if any did.
+# About 117 minutes; every run is made and the target fails if any did.
 SOAK_OPS	 ?= 20000
 SOAK_SEEDS	 ?= 101 102 103 104 105 106 107 108
 SOAK_GEOMETRIES	 ?= 1024:4096 4096:1M 512:4096
@@ -251,6 +252,7 @@ SOAK_FAULT_SEED	 ?=
 SOAK_HBD_LOAD_SECONDS ?= 180
 SOAK_HANDOFF_TURNS ?= 600
 SOAK_HANDOFF_KILLS ?= 10
+SOAK_HANDOFF_ROUNDS ?= 1000
 SOAK_ALLOC_WORKERS ?= 11
 SOAK_ALLOC_SECONDS ?= 60
 
@@ -295,6 +297,9 @@ soak: all
 	echo "== fsd_handoff: $(SOAK_HANDOFF_TURNS) turns, $(SOAK_HANDOFF_KILLS) kills of the writer"; \
 	FSD_HANDOFF_TURNS=$(SOAK_HANDOFF_TURNS) FSD_HANDOFF_KILLS=$(SOAK_HANDOFF_KILLS) \
 	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_handoff.sh || rc=1; \
+	echo "== fsd_handoff_rounds: $(SOAK_HANDOFF_ROUNDS) write/read rounds"; \
+	FSD_HANDOFF_ROUNDS=$(SOAK_HANDOFF_ROUNDS) OCFS2_BUILD=$(BUILD) \
+	    bash tests/integration/fsd_handoff_rounds.sh || rc=1; \
 	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
 	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \

@@ -76,6 +76,7 @@ ctl_status_fill(struct fsd *fs, const char *mountpoint, Fsd__FsdStatus *st)
 	st->recovering = g->ndead > 0;
 	st->recoveries = g->recoveries;
 	st->attrs_from_lvb = g->lvb_stats;
+	st->lock_upconverts = g->upconverts;
 	pthread_mutex_unlock(&g->mtx);
 	if (g->os_running) {
 		pthread_mutex_lock(&g->os_mtx);

@@ -234,6 +234,8 @@ request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int
 	lr->flags |= LR_BUSY;
 	lr->requested = level;
 	lr->status = 0;
+	if (level > lr->level)
+		g->upconverts++;
 	if (!attached)
 		lr->lockid = 0;		/* request_reply tells the new lock's */
 	pthread_mutex_unlock(m);
@@ -394,6 +396,20 @@ lockres_file_open(struct fsd_lockres *lr, int delta, int writer)
 	if (writer)
 		lr->writers += (unsigned)delta;
 	pthread_mutex_unlock(&g->mtx);
+}
+
+int
+lockres_granted(struct fsd_lockres *lr, int level)
+{
+	struct fsd_glue *g = lr->glue;
+	int granted;
+
+	if (g == NULL)
+		return 1;
+	pthread_mutex_lock(&g->mtx);
+	granted = lr->level >= level;
+	pthread_mutex_unlock(&g->mtx);
+	return granted;
 }
 
 int

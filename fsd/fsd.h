@@ -540,6 +540,11 @@ void	 lockres_file_open(struct fsd_lockres *lr, int delta, int writer);
  * us), else PR.
  */
 int	 lockres_read_level(struct fsd_lockres *lr);
+/*
+ * Does this node hold lr's lock at level or above from dlmd (held or
+ * cached)? A hint: it may go down right after.
+ */
+int	 lockres_granted(struct fsd_lockres *lr, int level);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
 
 /* lvb.c */
@@ -605,6 +610,7 @@ struct fsd_inode {
 	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
+	int		 atime_moved;	/* the last READ here moved atime (inode_read_level) */
 	/*
 	 * 1 + the META lock's downconverts when a name was last seen to lead
 	 * here with links left (0: unknown, or this node dropped a link since):
@@ -707,8 +713,30 @@ void	 inode_drop_dentry(struct fsd *fs, uint64_t parent, const char *name);
 void	 inode_drop_dindex(struct fsd *fs, uint64_t blkno);
 /* The FUSE session is about to go: no notify-inval may use it any more. */
 void	 inode_session_gone(struct fsd *fs);
-/* Its attributes under META PR, from a trustable value block or the block. */
+/*
+ * Its attributes under META PR (or EX, inode_read_level), from a
+ * trustable value block or the block.
+ */
 int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
+/*
+ * The META level a read of ip (GETATTR, READ) asks for, beside the
+ * level the READ needs for itself: EX when this node must ask dlmd for
+ * the lock anyway, the file is open here and its last READ here moved
+ * atime, which the next one will most likely move again; else PR.
+ */
+int	 inode_read_level(struct fsd *fs, struct fsd_inode *ip);
+/* A READ of ip found atime due (moved) or not. */
+void	 inode_read_moved_atime(struct fsd_inode *ip, int moved);
+/*
+ * Lock ip's META for reading at want (PR or EX): EX only where it comes
+ * without waiting behind a flush of the file's pages, which may wait for
+ * the pages the kernel holds locked for this very request; else PR. The
+ * level taken in *level.
+ */
+int	 inode_lock_read(struct fsd *fs, struct fsd_inode *ip, int want, int *level);
+/* The same, and the inode block read (inode_lock_block). */
+int	 inode_lock_block_read(struct fsd *fs, struct fsd_inode *ip, int want, int *level,
+	    struct fsd_buf **bp);
 void	 inode_unlock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf *b);
 /* The same for an EX hold inside a handle that changed it: h keeps the lock. */
 void	 inode_unlock_block_in(struct fsd_handle *h, struct fsd_inode *ip, struct fsd_buf *b);

@@ -59,6 +59,7 @@ struct fsd_glue {
 	pthread_cond_t	 reco_cv;
 	unsigned	 recoveries;		/* slots this node recovered, under mtx */
 	uint64_t	 lvb_stats;		/* stats answered from a META LVB, under mtx */
+	uint64_t	 upconverts;		/* requests for a higher level, under mtx */
 	int		 stopping;
 	int		 dead_conn;		/* dlmd is gone */
 	/* the periodic orphan scan (orphanscan.c) */

@@ -320,6 +320,7 @@ inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation
 	pthread_mutex_lock(&fs->itable->mtx);
 	if (ip->generation != generation && ip->opens == 0) {
 		ip->generation = generation;
+		inode_read_moved_atime(ip, 0);	/* another file's reads */
 		rw = ip->rw;
 		ip->rw = NULL;
 	}
@@ -552,12 +553,39 @@ inode_lock_kernel(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_bu
 }
 
 int
+inode_lock_read(struct fsd *fs, struct fsd_inode *ip, int want, int *level)
+{
+	int rc;
+
+	*level = want;
+	if (want == LKM_EX &&
+	    (rc = lockres_lock_flags(fs, ip->meta, LKM_EX, LKF_NOFLUSHWAIT)) != -EAGAIN)
+		return rc;
+	*level = LKM_PR;
+	return lockres_lock(fs, ip->meta, LKM_PR);
+}
+
+int
+inode_lock_block_read(struct fsd *fs, struct fsd_inode *ip, int want, int *level,
+    struct fsd_buf **bp)
+{
+	int rc;
+
+	if ((rc = inode_lock_read(fs, ip, want, level)) != 0)
+		return rc;
+	if ((rc = block_read(fs, ip->blkno, BLK_INODE, bp)) != 0)
+		lockres_unlock(fs, ip->meta, *level);
+	return rc;
+}
+
+int
 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st)
 {
 	struct fsd_buf *b;
-	int rc;
+	int rc, level;
 
-	if ((rc = lockres_lock(fs, ip->meta, LKM_PR)) != 0)
+	/* the kernel's GETATTR before a READ: it may take the READ's level */
+	if ((rc = inode_lock_read(fs, ip, inode_read_level(fs, ip), &level)) != 0)
 		return rc;
 	if (meta_lvb_stat(fs, ip->meta, ip->generation, st) != 0 &&
 	    (rc = block_read(fs, ip->blkno, BLK_INODE, &b)) == 0) {
@@ -568,7 +596,7 @@ inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st)
 			inode_to_stat(fs, (const struct ocfs2_dinode *)b->data, st);
 		block_put(fs, b);
 	}
-	lockres_unlock(fs, ip->meta, LKM_PR);
+	lockres_unlock(fs, ip->meta, level);
 	return rc;
 }
 
@@ -654,6 +682,37 @@ inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct time
 	    time_cmp(as, ans, LE64(di->i_ctime), LE32(di->i_ctime_nsec)) <= 0)
 		return 1;
 	return age >= 24 * 60 * 60;
+}
+
+/*
+ * Under relatime a file written on one node and read on another moves
+ * atime at each read: PR for the read, then EX for atime, two requests
+ * to dlmd and two handoffs from the writer (EX to PR, PR to NL) where
+ * one does. So once a READ moved atime, the next read that must ask dlmd
+ * anyway asks for EX at once; a read that finds atime not due (nothing
+ * changed since, or another node moved it first) ends that. Only while
+ * the file is open here (a stat of a file nobody reads here keeps PR)
+ * and the lock not held here: a cached PR is not given up for a guess.
+ */
+int
+inode_read_level(struct fsd *fs, struct fsd_inode *ip)
+{
+	int open;
+
+	if (fs->readonly || fs->opts.atime == FSD_NOATIME ||
+	    !__atomic_load_n(&ip->atime_moved, __ATOMIC_RELAXED) ||
+	    lockres_granted(ip->meta, LKM_PR))
+		return LKM_PR;
+	pthread_mutex_lock(&fs->itable->mtx);
+	open = ip->opens > 0;
+	pthread_mutex_unlock(&fs->itable->mtx);
+	return open ? LKM_EX : LKM_PR;
+}
+
+void
+inode_read_moved_atime(struct fsd_inode *ip, int moved)
+{
+	__atomic_store_n(&ip->atime_moved, moved, __ATOMIC_RELAXED);
 }
 
 void

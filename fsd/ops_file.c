@@ -85,24 +85,6 @@ fsd_open_flags(struct fsd *fs, struct fuse_file_info *fi)
 	fi->direct_io = fs->glue != NULL && (fi->flags & O_APPEND);
 }
 
-/*
- * The inode at the level a READ takes (lockres_read_level). Behind a
- * flush of the file's pages, which waits for the pages this READ holds
- * locked, at PR, which the flush lets in: the flush then drops them.
- */
-static int
-read_lock(struct fsd *fs, struct fsd_inode *ip, int *level, struct fsd_buf **bp)
-{
-	int rc;
-
-	*level = lockres_read_level(ip->meta);
-	if (*level == LKM_EX &&
-	    (rc = inode_lock_block_flags(fs, ip, LKM_EX, LKF_NOFLUSHWAIT, bp)) != -EAGAIN)
-		return rc;
-	*level = LKM_PR;
-	return inode_lock_block(fs, ip, LKM_PR, bp);
-}
-
 void
 fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -114,14 +96,17 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 	struct timespec now;
 	size_t len = 0;
 	void *base = NULL;
-	int rc, touch = 0, level;
+	int rc, touch = 0, want, level;
 
 	(void)fi;
 	if (off < 0)
 		return (void)fuse_reply_err(req, EINVAL);
 	if ((rc = inode_get(fs, fsd_ino_to_blkno(fs, ino), &ip)) != 0)
 		return (void)fuse_reply_err(req, -rc);
-	if ((rc = read_lock(fs, ip, &level, &b)) == 0) {
+	want = lockres_read_level(ip->meta);
+	if (want < LKM_EX)
+		want = inode_read_level(fs, ip);
+	if ((rc = inode_lock_block_read(fs, ip, want, &level, &b)) == 0) {
 		di = (const struct ocfs2_dinode *)b->data;
 		if (!S_ISREG(LE16(di->i_mode)))
 			rc = -EINVAL;
@@ -129,6 +114,8 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 			rc = data_read(fs, di, (uint64_t)off, size, &base, &p, &len);
 		clock_gettime(CLOCK_REALTIME, &now);
 		touch = rc == 0 && inode_atime_due(fs, di, &now);
+		if (rc == 0)
+			inode_read_moved_atime(ip, touch);
 		inode_unlock_block(fs, ip, level, b);
 	}
 	/* before the reply: the kernel asks for the atime again once it has it */

@@ -765,12 +765,18 @@ xattr_get(struct fsd *fs, struct fsd_inode *ip, int index, const char *name, voi
 {
 	struct xfound f = { index, name, strlen(name), 0, out, outlen, 0, 0, 0 };
 	struct fsd_buf *ib;
-	int rc;
+	int rc, level;
 
-	if ((rc = inode_lock_block(fs, ip, LKM_PR, &ib)) != 0)
+	/*
+	 * While the file is open for writing here, at the level its READs
+	 * take: the kernel asks for security.capability before each write(2)
+	 * (file_remove_privs), whose WRITE then finds EX here, where PR would
+	 * cost a second handoff from the other node.
+	 */
+	if ((rc = inode_lock_block_read(fs, ip, lockres_read_level(ip->meta), &level, &ib)) != 0)
 		return rc;
 	rc = search(fs, ib, &f);
-	inode_unlock_block(fs, ip, LKM_PR, ib);
+	inode_unlock_block(fs, ip, level, ib);
 	if (rc != 0)
 		return rc;
 	if (!f.found)

@@ -135,6 +135,7 @@ status_json(FILE *f, int *first, const Fsd__FsdStatus *st)
 	json_field_uint(f, first, "orphans_deleted", st->orphans_deleted);
 	json_field_uint(f, first, "journal_commits", st->journal_commits);
 	json_field_uint(f, first, "attrs_from_lvb", st->attrs_from_lvb);
+	json_field_uint(f, first, "lock_upconverts", st->lock_upconverts);
 	json_field_uint(f, first, "locks", st->locks);
 	json_key(f, first, "locks_by_level");
 	fputc('{', f);
@@ -199,8 +200,10 @@ mounts_text(FILE *f, const struct mounts *ms, int detail)
 		    st->recoveries, st->orphan_scans, (unsigned long long)st->orphans_deleted);
 		if (st->cluster)
 			fprintf(f, "    cluster locks cached %u: EX %u, PR %u, NL %u; "
-			    "stats from a lock value block %llu\n", st->locks, st->locks_ex,
-			    st->locks_pr, st->locks_nl, (unsigned long long)st->attrs_from_lvb);
+			    "stats from a lock value block %llu; upconverts %llu\n", st->locks,
+			    st->locks_ex, st->locks_pr, st->locks_nl,
+			    (unsigned long long)st->attrs_from_lvb,
+			    (unsigned long long)st->lock_upconverts);
 	}
 }
 
