@@ -23,23 +23,14 @@ NAMES=1000000
 LOOKUPS=20000
 CHURN=10000
 RUNS=3
-BASE=/tmp
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--names) NAMES=$2; shift 2 ;;
-	--lookups) LOOKUPS=$2; shift 2 ;;
-	--churn) CHURN=$2; shift 2 ;;
-	--runs) RUNS=$2; shift 2 ;;
-	--dir) BASE=$2; shift 2 ;;
-	*) echo "usage: bench/fsd_bigdir.sh [--names N] [--lookups N] [--churn N] [--runs N] [--dir DIR]" >&2
-	   exit 2 ;;
-	esac
-done
+DIR=/tmp
+source "$TOP/bench/options.inc"
+bench_options "bench/fsd_bigdir.sh [--names N] [--lookups N] [--churn N] [--runs N] [--dir DIR]" names lookups churn runs dir -- "$@"
 command -v fuse-overlayfs >/dev/null || { echo "fsd_bigdir bench: fuse-overlayfs missing"; exit 1; }
 ((LOOKUPS <= NAMES)) || { echo "fsd_bigdir bench: more lookups than names"; exit 2; }
 SMALL=$(((NAMES + 999) / 1000))		# directories of 1,000 names
 
-W=$(mktemp -d "$BASE/fsd-bigdir-bench.XXXXXX")
+W=$(mktemp -d "$DIR/fsd-bigdir-bench.XXXXXX")
 source "$TOP/bench/fsd_lib.inc"
 cleanup() {
 	mountpoint -q "$W/ovl" && fusermount3 -u "$W/ovl"
