@@ -280,6 +280,43 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 }
 
 /*
+ * An overwrite of blocks the file owns and has written, inside its size,
+ * changes no metadata when the times need no update either (touch_times
+ * 0: the kernel keeps them; or they are of this clock tick already,
+ * inode_mctime_current): the data goes in place with no transaction.
+ * Returns 1 when done so, 0 when the write needs a transaction.
+ *
+ * In a cluster under META EX: other nodes must not read (and cache) the
+ * blocks until the data is on disk. Alone, under PR, so that writes to
+ * the file run side by side (the kernel's writeback sends several at
+ * once); what could move or free the blocks meanwhile takes META EX (a
+ * reflink marking them shared, an extension) or the RW lock EX (a
+ * truncate), and the caller holds RW PR or, for a writeback in a
+ * cluster, the lock's EX keeps truncates out (file_writepage).
+ */
+static int
+write_in_place(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+    int touch_times)
+{
+	int level = fs->glue != NULL ? LKM_EX : LKM_PR, rc;
+	const struct ocfs2_dinode *di;
+	struct fsd_buf *ib;
+
+	if (off == FILE_APPEND)
+		return 0;
+	if ((rc = inode_lock_block(fs, ip, level, &ib)) != 0)
+		return rc;
+	di = (const struct ocfs2_dinode *)ib->data;
+	if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off + len <= LE64(di->i_size) &&
+	    (!touch_times || inode_mctime_current(di)) &&
+	    (!(fs->sparse || fs->refcount) || sparse_range_written(fs, di, off, len)) &&
+	    (rc = file_write_data(fs, di, LE64(di->i_size), off, data, len)) == 0)
+		rc = 1;
+	inode_unlock_block(fs, ip, level, ib);
+	return rc;
+}
+
+/*
  * The write itself, under the META lock EX. within_size: a page the
  * kernel writes back from its cache, which never extends the file: what
  * lies past the size (cut off by a truncate meanwhile) is dropped, as the
@@ -294,24 +331,8 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 	struct fsd_buf *ib;
 	int rc;
 
-	if (!touch_times) {
-		/*
-		 * Inside the file, with times kept by the kernel (writeback
-		 * cache): no metadata changes, so no transaction; the inode's
-		 * EX lock keeps truncates and extensions out meanwhile.
-		 */
-		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0)
-			return rc;
-		di = (struct ocfs2_dinode *)ib->data;
-		if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off != FILE_APPEND &&
-		    off + len <= LE64(di->i_size) &&
-		    (!fs->sparse || sparse_range_written(fs, di, off, len))) {
-			rc = file_write_data(fs, di, LE64(di->i_size), off, data, len);
-			inode_unlock_block(fs, ip, LKM_EX, ib);
-			return rc;
-		}
-		inode_unlock_block(fs, ip, LKM_EX, ib);
-	}
+	if ((rc = write_in_place(fs, ip, off, data, len, touch_times)) != 0)
+		return rc < 0 ? rc : 0;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
 	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {

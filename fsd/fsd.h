@@ -721,6 +721,8 @@ int	 inode_wipe(struct fsd_handle *h, struct fsd_buf *ib);
 uint32_t fsd_new_generation(void);
 /* Stamp the current time into the chosen fields. */
 void	 inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime);
+/* mtime and ctime lie in the coarse clock's current tick: a write need not touch them. */
+int	 inode_mctime_current(const struct ocfs2_dinode *di);
 /*
  * Does reading the locked inode di at now call for a new atime under
  * fs->atime? Never on a read-only mount. Pure but for fs's fields.

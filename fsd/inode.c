@@ -631,6 +631,40 @@ time_cmp(uint64_t as, uint32_t ans, uint64_t bs, uint32_t bns)
 	return 0;
 }
 
+/*
+ * Are mtime and ctime of the current tick of the coarse clock? Linux
+ * stamps a write with current_time(), that clock (a few ms a tick), and
+ * skips the update when the inode has that time already (fs/inode.c,
+ * inode_needs_update_time); ocfs2 stores the same value again at each
+ * write_end (fs/ocfs2/aops.c, ocfs2_write_end_nolock). fsd stamps with
+ * the fine clock (inode_now), so the times of a write are current when
+ * they lie inside this tick: a later write of the same tick shows the
+ * same times, as on Linux. A clock set back leaves them out of the tick.
+ */
+static int
+in_tick(uint64_t sec, uint32_t nsec, uint64_t start_ns, uint64_t end_ns)
+{
+	uint64_t t = sec * 1000000000u + nsec;
+
+	return t >= start_ns && t < end_ns;
+}
+
+int
+inode_mctime_current(const struct ocfs2_dinode *di)
+{
+	struct timespec tick, res;
+	uint64_t start;
+
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &tick) != 0 ||
+	    clock_getres(CLOCK_REALTIME_COARSE, &res) != 0)
+		return 0;
+	start = (uint64_t)tick.tv_sec * 1000000000u + (uint64_t)tick.tv_nsec;
+	return in_tick(LE64(di->i_mtime), LE32(di->i_mtime_nsec), start,
+	    start + (uint64_t)res.tv_nsec) &&
+	    in_tick(LE64(di->i_ctime), LE32(di->i_ctime_nsec), start,
+	    start + (uint64_t)res.tv_nsec);
+}
+
 int
 inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct timespec *now)
 {
