@@ -638,31 +638,28 @@ time_cmp(uint64_t as, uint32_t ans, uint64_t bs, uint32_t bns)
  * inode_needs_update_time); ocfs2 stores the same value again at each
  * write_end (fs/ocfs2/aops.c, ocfs2_write_end_nolock). fsd stamps with
  * the fine clock (inode_now), so the times of a write are current when
- * they lie inside this tick: a later write of the same tick shows the
- * same times, as on Linux. A clock set back leaves them out of the tick.
+ * they lie between the start of this tick and now: a later write of the
+ * same tick shows the same times, as on Linux. The coarse clock may be
+ * more than a tick behind the fine one (a late tick), hence now as the
+ * end; a clock set back leaves the times in the future: not current.
  */
 static int
-in_tick(uint64_t sec, uint32_t nsec, uint64_t start_ns, uint64_t end_ns)
+time_between(uint64_t sec, uint32_t nsec, const struct timespec *from, const struct timespec *to)
 {
-	uint64_t t = sec * 1000000000u + nsec;
-
-	return t >= start_ns && t < end_ns;
+	return time_cmp(sec, nsec, (uint64_t)from->tv_sec, (uint32_t)from->tv_nsec) >= 0 &&
+	    time_cmp(sec, nsec, (uint64_t)to->tv_sec, (uint32_t)to->tv_nsec) <= 0;
 }
 
 int
 inode_mctime_current(const struct ocfs2_dinode *di)
 {
-	struct timespec tick, res;
-	uint64_t start;
+	struct timespec tick, now;
 
 	if (clock_gettime(CLOCK_REALTIME_COARSE, &tick) != 0 ||
-	    clock_getres(CLOCK_REALTIME_COARSE, &res) != 0)
+	    clock_gettime(CLOCK_REALTIME, &now) != 0)
 		return 0;
-	start = (uint64_t)tick.tv_sec * 1000000000u + (uint64_t)tick.tv_nsec;
-	return in_tick(LE64(di->i_mtime), LE32(di->i_mtime_nsec), start,
-	    start + (uint64_t)res.tv_nsec) &&
-	    in_tick(LE64(di->i_ctime), LE32(di->i_ctime_nsec), start,
-	    start + (uint64_t)res.tv_nsec);
+	return time_between(LE64(di->i_mtime), LE32(di->i_mtime_nsec), &tick, &now) &&
+	    time_between(LE64(di->i_ctime), LE32(di->i_ctime_nsec), &tick, &now);
 }
 
 int
