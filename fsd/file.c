@@ -287,18 +287,21 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
  * Returns 1 when done so, 0 when the write needs a transaction.
  *
  * In a cluster under META EX: other nodes must not read (and cache) the
- * blocks until the data is on disk. Alone, under PR, so that writes to
- * the file run side by side (the kernel's writeback sends several at
- * once); what could move or free the blocks meanwhile takes META EX (a
- * reflink marking them shared, an extension) or the RW lock EX (a
- * truncate), and the caller holds RW PR or, for a writeback in a
- * cluster, the lock's EX keeps truncates out (file_writepage).
+ * blocks until the data is on disk. Alone, a write of whole blocks under
+ * PR, so that writes to the file run side by side (the kernel's
+ * writeback sends several at once); what could move or free the blocks
+ * meanwhile takes META EX (a reflink marking them shared, an extension)
+ * or the RW lock EX (a truncate), and the caller holds RW PR or, for a
+ * writeback in a cluster, the lock's EX keeps truncates out
+ * (file_writepage). A partial block is read, changed and written back:
+ * under EX, so that no other write of that block comes in between.
  */
 static int
 write_in_place(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
     int touch_times)
 {
-	int level = fs->glue != NULL ? LKM_EX : LKM_PR, rc;
+	unsigned bs = fs->vol.block_bytes;
+	int level = fs->glue == NULL && off % bs == 0 && len % bs == 0 ? LKM_PR : LKM_EX, rc;
 	const struct ocfs2_dinode *di;
 	struct fsd_buf *ib;
 

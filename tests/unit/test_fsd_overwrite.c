@@ -1,7 +1,9 @@
 /*
  * Overwrites inside a file's written blocks on a local volume made by
- * mkfs.ocfs2 (file.c, write_in_place): one does not wait for a reader
- * holding the inode's META lock PR (writes to a file run side by side);
+ * mkfs.ocfs2 (file.c, write_in_place): one of whole blocks does not wait
+ * for a reader holding the inode's META lock PR (writes to a file run
+ * side by side), one of part of a block (read, changed, written back)
+ * does;
  * with times to keep, a write in the coarse clock tick of the file's
  * mtime and ctime leaves them and the journal alone, and a write of a
  * later tick moves them in a transaction. The bytes read back;
@@ -103,6 +105,8 @@ coarse_now(void)
 struct writer {
 	struct fsd		*fs;
 	struct fsd_inode	*ip;
+	uint64_t		 off;
+	size_t			 len;
 	int			 rc;
 };
 
@@ -113,7 +117,7 @@ overwrite(void *arg)
 	char buf[BS];
 
 	memset(buf, 'w', sizeof(buf));
-	w->rc = file_write(w->fs, w->ip, 3 * BS, buf, sizeof(buf), 0);
+	w->rc = file_write(w->fs, w->ip, w->off, buf, w->len, 0);
 	return NULL;
 }
 
@@ -122,7 +126,7 @@ Test(fsd_overwrite, waits_for_no_reader, .init = make_volume, .fini = remove_vol
 {
 	struct fsd fs;
 	struct fsd_inode *ip;
-	struct writer w = { &fs, NULL, -1 };
+	struct writer w = { &fs, NULL, 3 * BS, BS, -1 };
 	struct timespec until;
 	pthread_t t;
 	char err[256];
@@ -149,6 +153,42 @@ Test(fsd_overwrite, waits_for_no_reader, .init = make_volume, .fini = remove_vol
 	assert_bytes(&fs, ip, 3 * BS, BS, 'w');
 	assert_bytes(&fs, ip, 0, 3 * BS, 'x');
 	assert_bytes(&fs, ip, 4 * BS, FILE_BYTES - 4 * BS, 'x');
+	inode_put(&fs, ip);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
+
+Test(fsd_overwrite, a_partial_block_waits_for_readers, .init = make_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	struct fsd fs;
+	struct fsd_inode *ip;
+	struct writer w = { &fs, NULL, 2 * BS + 100, 1000, -1 };
+	struct timespec until;
+	pthread_t t;
+	char err[256];
+	int rc;
+
+	cr_assert_eq(super_mount(&fs, vol_img, &mount_opts, err, sizeof(err)), 0, "%s", err);
+	ip = make_file(&fs, "f");
+	w.ip = ip;
+	cr_assert_eq(lockres_lock(&fs, ip->meta, LKM_PR), 0);
+	cr_assert_eq(pthread_create(&t, NULL, overwrite, &w), 0);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 300000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	rc = pthread_timedjoin_np(t, NULL, &until);
+	lockres_unlock(&fs, ip->meta, LKM_PR);
+	if (rc != 0)
+		pthread_join(t, NULL);
+	cr_assert_neq(rc, 0, "a write of part of a block went on beside a reader");
+	cr_assert_eq(w.rc, 0);
+	assert_bytes(&fs, ip, 2 * BS, 100, 'x');
+	assert_bytes(&fs, ip, 2 * BS + 100, 1000, 'w');
+	assert_bytes(&fs, ip, 2 * BS + 1100, BS - 1100, 'x');
 	inode_put(&fs, ip);
 	super_unmount(&fs);
 	cr_assert(fsck_clean());
