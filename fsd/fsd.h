@@ -313,6 +313,8 @@ struct fsd {
 	int		 append_dio;		/* O_DIRECT appends keep a dio record */
 	int		 metaecc;		/* metadata blocks carry checks (doc/metaecc.md) */
 	int		 refcount;		/* files may share clusters (doc/refcount.md) */
+	int		 overwrite_fd;		/* alone: the device through the page cache,
+						   for in-place overwrites; else -1 */
 	unsigned long	 ecc_fixed;		/* single-bit errors corrected on read */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
@@ -393,6 +395,11 @@ void	 block_forget(struct fsd *fs, uint64_t blkno);
 void	 block_forget_owner(struct fsd *fs, uint64_t owner);
 /* Plain block I/O outside the cache (data, journal): -errno on failure. */
 int	 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf);
+/* Alone and read-write: open fs->overwrite_fd where blocks fill whole pages; and close it. */
+void	 block_overwrite_open(struct fsd *fs);
+void	 block_overwrite_close(struct fsd *fs);
+/* Data over blocks a file has written, through fs->overwrite_fd when open. */
+int	 block_overwrite(struct fsd *fs, uint64_t blkno, unsigned count, const void *buf);
 /* Make blocks [blkno, blkno+count) read as zeros, without a write where the device can. */
 int	 block_zero(struct fsd *fs, uint64_t blkno, uint64_t count);
 /* An O_DIRECT-aligned buffer that is NOT zeroed (large data I/O; free()). */
