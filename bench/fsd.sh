@@ -5,22 +5,29 @@
 # sequential write and read, 4 KiB random read and write, and
 # create/stat/unlink of many files in one directory. Prints MB/s or
 # ops/s for both and the ratio fsd / passthrough (the floors fsd is held to:
-# sequential >= 0.8, metadata >= 0.5).
-#   bench/fsd.sh [--size-mb N] [--files N] [--dir DIR]   (defaults 1024, 10000, /tmp)
+# sequential >= 0.8, metadata >= 0.5). With --runs N every workload runs
+# N times on both, in turns, and each figure is the median of the N (the
+# ratio: the median of the runs' ratios, which are listed after it).
+#   bench/fsd.sh [--size-mb N] [--files N] [--runs N] [--dir DIR]
+#   (defaults 1024, 10000, 1, /tmp)
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${OCFS2_BUILD:-$TOP/build}
 SIZE_MB=1024
 FILES=10000
+RUNS=1
 BASE=/tmp
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--size-mb) SIZE_MB=$2; shift 2 ;;
 	--files) FILES=$2; shift 2 ;;
+	--runs) RUNS=$2; shift 2 ;;
 	--dir) BASE=$2; shift 2 ;;
-	*) echo "usage: bench/fsd.sh [--size-mb N] [--files N] [--dir DIR]" >&2; exit 2 ;;
+	*) echo "usage: bench/fsd.sh [--size-mb N] [--files N] [--runs N] [--dir DIR]" >&2; exit 2 ;;
 	esac
 done
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "fsd bench: --runs wants a positive count" >&2; exit 2; }
+source "$TOP/bench/fsd_lib.inc"	# median
 command -v fuse-overlayfs >/dev/null || { echo "fsd bench: fuse-overlayfs missing"; exit 1; }
 
 W=$(mktemp -d "$BASE/fsd-bench.XXXXXX")
@@ -79,17 +86,42 @@ creates() { mkdir -p "$1/d"; local t=$(now); (cd "$1/d" && touch $(seq -f 'f%06g
 stats() { drop; local t=$(now); (cd "$1/d" && stat $(seq -f 'f%06g' 1 "$FILES") >/dev/null); secs "$t" "$(now)"; }
 unlinks() { local t=$(now); (cd "$1/d" && rm -f $(seq -f 'f%06g' 1 "$FILES")); secs "$t" "$(now)"; }
 
-row() {	# row NAME UNIT AMOUNT FSD_SECONDS OVL_SECONDS
-	awk -v n="$1" -v u="$2" -v a="$3" -v f="$4" -v o="$5" 'BEGIN {
-		printf "  %-22s fsd %10.1f %-5s  passthrough %10.1f %-5s  ratio %.2f\n",
-		    n, a / f, u, a / o, u, (a / f) / (a / o) }'
+# measure NAME WORKLOAD...: one run of it on each, seconds kept per name.
+measure() {
+	local name=$1
+	shift
+	"$@" "$W/fsd" >>"$W/t.$name.fsd"
+	"$@" "$W/ovl" >>"$W/t.$name.ovl"
+}
+row() {	# row NAME UNIT AMOUNT: medians of the runs of NAME
+	local f o ratios
+	f=$(median <"$W/t.$1.fsd")
+	o=$(median <"$W/t.$1.ovl")
+	ratios=$(paste "$W/t.$1.fsd" "$W/t.$1.ovl" | awk '{ printf "%.2f\n", $2 / $1 }')
+	awk -v n="$1" -v u="$2" -v a="$3" -v f="$f" -v o="$o" -v r="$(median <<<"$ratios")" \
+	    -v all="$(echo $ratios)" -v runs="$RUNS" 'BEGIN {
+		printf "  %-22s fsd %10.1f %-5s  passthrough %10.1f %-5s  ratio %.2f",
+		    n, a / f, u, a / o, u, r
+		if (runs > 1) printf "  (%s)", all
+		printf "\n" }'
 }
 
-echo "fsd vs fuse-overlayfs on $(df --output=fstype "$W" | tail -n 1) ($SIZE_MB MiB file, $FILES files)"
-row "sequential write" MB/s "$SIZE_MB" "$(seq_write "$W/fsd")" "$(seq_write "$W/ovl")"
-row "sequential read" MB/s "$SIZE_MB" "$(seq_read "$W/fsd")" "$(seq_read "$W/ovl")"
-row "4K random read" ops/s "$RND_OPS" "$(rnd read "$W/fsd")" "$(rnd read "$W/ovl")"
-row "4K random write" ops/s "$RND_OPS" "$(rnd write "$W/fsd")" "$(rnd write "$W/ovl")"
-row "create" ops/s "$FILES" "$(creates "$W/fsd")" "$(creates "$W/ovl")"
-row "stat" ops/s "$FILES" "$(stats "$W/fsd")" "$(stats "$W/ovl")"
-row "unlink" ops/s "$FILES" "$(unlinks "$W/fsd")" "$(unlinks "$W/ovl")"
+for i in $(seq "$RUNS"); do
+	measure "sequential write" seq_write
+	measure "sequential read" seq_read
+	measure "4K random read" rnd read
+	measure "4K random write" rnd write
+	measure create creates
+	measure stat stats
+	measure unlink unlinks
+done
+runs=
+[[ $RUNS -gt 1 ]] && runs=", medians of $RUNS runs"
+echo "fsd vs fuse-overlayfs on $(df --output=fstype "$W" | tail -n 1) ($SIZE_MB MiB file, $FILES files$runs)"
+row "sequential write" MB/s "$SIZE_MB"
+row "sequential read" MB/s "$SIZE_MB"
+row "4K random read" ops/s "$RND_OPS"
+row "4K random write" ops/s "$RND_OPS"
+row create ops/s "$FILES"
+row stat ops/s "$FILES"
+row unlink ops/s "$FILES"

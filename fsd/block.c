@@ -196,6 +196,64 @@ block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf)
 	return 0;
 }
 
+/*
+ * Alone on the volume, in-place overwrites of file data go through the
+ * host's page cache (doc/overwrites.md): the host writes them back in
+ * large sorted runs, where an O_DIRECT write per request cost a device
+ * round trip each. Nobody else reads the device meanwhile but our own
+ * O_DIRECT reads, which the kernel serves after writing back the dirty
+ * pages of their range; every fdatasync of the device (each commit,
+ * each fsync) covers these pages too, and a killed fsd leaves them to the
+ * host. Only when a block fills whole pages: a page holding a file's
+ * block and a metadata block written with O_DIRECT meanwhile would be
+ * written back stale.
+ */
+void
+block_overwrite_open(struct fsd *fs)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (fs->glue != NULL || fs->readonly || page <= 0 ||
+	    fs->vol.block_bytes % (unsigned long)page != 0)
+		return;
+	if ((fs->overwrite_fd = open(fs->vol.path, O_RDWR | O_CLOEXEC)) == -1)
+		log_warn("%s: overwrites go with O_DIRECT", fs->vol.path);
+}
+
+void
+block_overwrite_close(struct fsd *fs)
+{
+	if (fs->overwrite_fd >= 0)
+		close(fs->overwrite_fd);
+	fs->overwrite_fd = -1;
+}
+
+int
+block_overwrite(struct fsd *fs, uint64_t blkno, unsigned count, const void *buf)
+{
+	size_t len = (size_t)count << fs->bbits, done = 0;
+	ssize_t n;
+
+	if (fs->overwrite_fd < 0)
+		return block_io(fs, 1, blkno, count, (void *)buf);
+	if (!block_in_volume(fs, blkno, count))
+		return -EIO;
+	while (done < len) {
+		n = pwrite(fs->overwrite_fd, (const uint8_t *)buf + done, len - done,
+		    (off_t)((blkno << fs->bbits) + done));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			n = n == 0 ? EIO : errno;
+			log_warnx("%s: write of %u blocks at %llu: %s", fs->vol.path, count,
+			    (unsigned long long)blkno, strerror((int)n));
+			return -(int)n;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 #define ZERO_CHUNK	(1u << 20)
 
 int

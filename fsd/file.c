@@ -66,10 +66,13 @@ wbuf_get(size_t n)
 
 /*
  * Read or write whole blocks [lblk, lblk+n) of a file through its
- * extents; a write without buf writes zeros.
+ * extents; a write without buf writes zeros. FILE_OVERWRITE: blocks the
+ * file has written already (block_overwrite).
  */
+enum file_io { FILE_READ, FILE_WRITE, FILE_OVERWRITE };
+
 static int
-file_blocks(struct fsd *fs, const struct ocfs2_dinode *di, int write, uint64_t lblk,
+file_blocks(struct fsd *fs, const struct ocfs2_dinode *di, enum file_io io, uint64_t lblk,
     uint64_t n, uint8_t *buf)
 {
 	struct fsd_extent ex;
@@ -93,8 +96,10 @@ file_blocks(struct fsd *fs, const struct ocfs2_dinode *di, int write, uint64_t l
 		}
 		if (buf == NULL)
 			rc = block_zero(fs, ex.pblk, k);
+		else if (io == FILE_OVERWRITE)
+			rc = block_overwrite(fs, ex.pblk, (unsigned)k, buf);
 		else
-			rc = block_io(fs, write, ex.pblk, (unsigned)k, buf);
+			rc = block_io(fs, io == FILE_WRITE, ex.pblk, (unsigned)k, buf);
 		if (rc != 0)
 			return rc;
 		lblk += k;
@@ -171,25 +176,25 @@ file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t
 		lblk = from >> fs->bbits;
 		if (fs->sparse && !block_written(fs, di, lblk))
 			from = to < (lblk + 1) * bs ? to : (lblk + 1) * bs;
-		else if ((rc = file_blocks(fs, di, 0, lblk, 1, buf)) == 0) {
+		else if ((rc = file_blocks(fs, di, FILE_READ, lblk, 1, buf)) == 0) {
 			uint64_t stop = to < (lblk + 1) * bs ? to : (lblk + 1) * bs;
 
 			memset(buf + from % bs, 0, stop - from);
-			rc = file_blocks(fs, di, 1, lblk, 1, buf);
+			rc = file_blocks(fs, di, FILE_WRITE, lblk, 1, buf);
 			from = stop;
 		}
 	}
 	if (rc == 0 && from + bs <= to) {
 		nblk = (to - from) / bs;
-		rc = file_blocks(fs, di, 1, from >> fs->bbits, nblk, NULL);
+		rc = file_blocks(fs, di, FILE_WRITE, from >> fs->bbits, nblk, NULL);
 		from += nblk * bs;
 	}
 	if (rc == 0 && from < to && !(fs->sparse && !block_written(fs, di, from >> fs->bbits))) {
 		/* the tail block keeps what lies after to */
 		lblk = from >> fs->bbits;
-		if ((rc = file_blocks(fs, di, 0, lblk, 1, buf)) == 0) {
+		if ((rc = file_blocks(fs, di, FILE_READ, lblk, 1, buf)) == 0) {
 			memset(buf, 0, to - from);
-			rc = file_blocks(fs, di, 1, lblk, 1, buf);
+			rc = file_blocks(fs, di, FILE_WRITE, lblk, 1, buf);
 		}
 	}
 	free(buf);
@@ -202,9 +207,9 @@ file_zero(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t from, uint64_t
  * disk by the caller); past the end of the file they get zeros, never
  * stale memory.
  */
-int
-file_write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
-    const void *data, size_t len)
+static int
+write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
+    const void *data, size_t len, enum file_io io)
 {
 	unsigned bs = fs->vol.block_bytes;
 	uint64_t end = off + len, first = off >> fs->bbits, last = (end - 1) >> fs->bbits;
@@ -213,17 +218,24 @@ file_write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, ui
 
 	if ((buf = wbuf_get((last - first + 1) * bs)) == NULL)
 		return -ENOMEM;
-	if (off % bs != 0 && (rc = file_blocks(fs, di, 0, first, 1, buf)) != 0)
+	if (off % bs != 0 && (rc = file_blocks(fs, di, FILE_READ, first, 1, buf)) != 0)
 		return rc;
 	if (end % bs != 0) {
 		if (last * bs < size && (last != first || off % bs == 0)) {
-			if ((rc = file_blocks(fs, di, 0, last, 1, buf + (last - first) * bs)) != 0)
+			if ((rc = file_blocks(fs, di, FILE_READ, last, 1, buf + (last - first) * bs)) != 0)
 				return rc;
 		} else if (last * bs >= size)
 			memset(buf + (end - first * bs), 0, (last + 1) * bs - end);
 	}
 	memcpy(buf + off % bs, data, len);
-	return file_blocks(fs, di, 1, first, last - first + 1, buf);
+	return file_blocks(fs, di, io, first, last - first + 1, buf);
+}
+
+int
+file_write_data(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t size, uint64_t off,
+    const void *data, size_t len)
+{
+	return write_data(fs, di, size, off, data, len, FILE_WRITE);
 }
 
 int
@@ -280,6 +292,46 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
 }
 
 /*
+ * An overwrite of blocks the file owns and has written, inside its size,
+ * changes no metadata when the times need no update either (touch_times
+ * 0: the kernel keeps them; or they are of this clock tick already,
+ * inode_mctime_current): the data goes in place with no transaction.
+ * Returns 1 when done so, 0 when the write needs a transaction.
+ *
+ * In a cluster under META EX: other nodes must not read (and cache) the
+ * blocks until the data is on disk. Alone, a write of whole blocks under
+ * PR, so that writes to the file run side by side (the kernel's
+ * writeback sends several at once); what could move or free the blocks
+ * meanwhile takes META EX (a reflink marking them shared, an extension)
+ * or the RW lock EX (a truncate), and the caller holds RW PR or, for a
+ * writeback in a cluster, the lock's EX keeps truncates out
+ * (file_writepage). A partial block is read, changed and written back:
+ * under EX, so that no other write of that block comes in between.
+ */
+static int
+write_in_place(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+    int touch_times)
+{
+	unsigned bs = fs->vol.block_bytes;
+	int level = fs->glue == NULL && off % bs == 0 && len % bs == 0 ? LKM_PR : LKM_EX, rc;
+	const struct ocfs2_dinode *di;
+	struct fsd_buf *ib;
+
+	if (off == FILE_APPEND)
+		return 0;
+	if ((rc = inode_lock_block(fs, ip, level, &ib)) != 0)
+		return rc;
+	di = (const struct ocfs2_dinode *)ib->data;
+	if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off + len <= LE64(di->i_size) &&
+	    (!touch_times || inode_mctime_current(di)) &&
+	    (!(fs->sparse || fs->refcount) || sparse_range_written(fs, di, off, len)) &&
+	    (rc = write_data(fs, di, LE64(di->i_size), off, data, len, FILE_OVERWRITE)) == 0)
+		rc = 1;
+	inode_unlock_block(fs, ip, level, ib);
+	return rc;
+}
+
+/*
  * The write itself, under the META lock EX. within_size: a page the
  * kernel writes back from its cache, which never extends the file: what
  * lies past the size (cut off by a truncate meanwhile) is dropped, as the
@@ -294,24 +346,8 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 	struct fsd_buf *ib;
 	int rc;
 
-	if (!touch_times) {
-		/*
-		 * Inside the file, with times kept by the kernel (writeback
-		 * cache): no metadata changes, so no transaction; the inode's
-		 * EX lock keeps truncates and extensions out meanwhile.
-		 */
-		if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0)
-			return rc;
-		di = (struct ocfs2_dinode *)ib->data;
-		if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off != FILE_APPEND &&
-		    off + len <= LE64(di->i_size) &&
-		    (!fs->sparse || sparse_range_written(fs, di, off, len))) {
-			rc = file_write_data(fs, di, LE64(di->i_size), off, data, len);
-			inode_unlock_block(fs, ip, LKM_EX, ib);
-			return rc;
-		}
-		inode_unlock_block(fs, ip, LKM_EX, ib);
-	}
+	if ((rc = write_in_place(fs, ip, off, data, len, touch_times)) != 0)
+		return rc < 0 ? rc : 0;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
 	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) != 0) {

@@ -313,6 +313,8 @@ struct fsd {
 	int		 append_dio;		/* O_DIRECT appends keep a dio record */
 	int		 metaecc;		/* metadata blocks carry checks (doc/metaecc.md) */
 	int		 refcount;		/* files may share clusters (doc/refcount.md) */
+	int		 overwrite_fd;		/* alone: the device through the page cache,
+						   for in-place overwrites; else -1 */
 	unsigned long	 ecc_fixed;		/* single-bit errors corrected on read */
 	uint64_t	 nblocks;		/* blocks inside whole clusters */
 	uint64_t	 root_blkno, sysdir_blkno;
@@ -393,6 +395,11 @@ void	 block_forget(struct fsd *fs, uint64_t blkno);
 void	 block_forget_owner(struct fsd *fs, uint64_t owner);
 /* Plain block I/O outside the cache (data, journal): -errno on failure. */
 int	 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf);
+/* Alone and read-write: open fs->overwrite_fd where blocks fill whole pages; and close it. */
+void	 block_overwrite_open(struct fsd *fs);
+void	 block_overwrite_close(struct fsd *fs);
+/* Data over blocks a file has written, through fs->overwrite_fd when open. */
+int	 block_overwrite(struct fsd *fs, uint64_t blkno, unsigned count, const void *buf);
 /* Make blocks [blkno, blkno+count) read as zeros, without a write where the device can. */
 int	 block_zero(struct fsd *fs, uint64_t blkno, uint64_t count);
 /* An O_DIRECT-aligned buffer that is NOT zeroed (large data I/O; free()). */
@@ -754,6 +761,8 @@ int	 inode_wipe(struct fsd_handle *h, struct fsd_buf *ib);
 uint32_t fsd_new_generation(void);
 /* Stamp the current time into the chosen fields. */
 void	 inode_now(struct ocfs2_dinode *di, int atime, int mtime, int ctime);
+/* mtime and ctime lie in the coarse clock's current tick: a write need not touch them. */
+int	 inode_mctime_current(const struct ocfs2_dinode *di);
 /*
  * Does reading the locked inode di at now call for a new atime under
  * fs->atime? Never on a read-only mount. Pure but for fs's fields.

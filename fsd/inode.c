@@ -659,6 +659,37 @@ time_cmp(uint64_t as, uint32_t ans, uint64_t bs, uint32_t bns)
 	return 0;
 }
 
+/*
+ * Are mtime and ctime of the current tick of the coarse clock? Linux
+ * stamps a write with current_time(), that clock (a few ms a tick), and
+ * skips the update when the inode has that time already (fs/inode.c,
+ * inode_needs_update_time); ocfs2 stores the same value again at each
+ * write_end (fs/ocfs2/aops.c, ocfs2_write_end_nolock). fsd stamps with
+ * the fine clock (inode_now), so the times of a write are current when
+ * they lie between the start of this tick and now: a later write of the
+ * same tick shows the same times, as on Linux. The coarse clock may be
+ * more than a tick behind the fine one (a late tick), hence now as the
+ * end; a clock set back leaves the times in the future: not current.
+ */
+static int
+time_between(uint64_t sec, uint32_t nsec, const struct timespec *from, const struct timespec *to)
+{
+	return time_cmp(sec, nsec, (uint64_t)from->tv_sec, (uint32_t)from->tv_nsec) >= 0 &&
+	    time_cmp(sec, nsec, (uint64_t)to->tv_sec, (uint32_t)to->tv_nsec) <= 0;
+}
+
+int
+inode_mctime_current(const struct ocfs2_dinode *di)
+{
+	struct timespec tick, now;
+
+	if (clock_gettime(CLOCK_REALTIME_COARSE, &tick) != 0 ||
+	    clock_gettime(CLOCK_REALTIME, &now) != 0)
+		return 0;
+	return time_between(LE64(di->i_mtime), LE32(di->i_mtime_nsec), &tick, &now) &&
+	    time_between(LE64(di->i_ctime), LE32(di->i_ctime_nsec), &tick, &now);
+}
+
 int
 inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct timespec *now)
 {

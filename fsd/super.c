@@ -403,6 +403,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 	dir_register_checks(fs);
 	extent_register_checks(fs);
 	fs->slot = -1;
+	fs->overwrite_fd = -1;
 	fs->opts = *o;
 	fs->readonly = o->readonly;
 	pthread_mutex_init(&fs->err_mtx, NULL);
@@ -514,6 +515,7 @@ super_mount(struct fsd *fs, const char *device, const struct fsd_mount_opts *o,
 		glue_recovery_thread(0);
 		if (rc == -1)
 			goto fail;
+		block_overwrite_open(fs);
 	}
 	if (fs->glue != NULL && glue_reco_start(fs->glue) == -1) {
 		snprintf(err, errlen, "cannot start the recovery thread");
@@ -631,6 +633,7 @@ super_abandon(struct fsd *fs)
 	cache_destroy(&fs->cache);
 	free(fs->slots);
 	fs->slots = NULL;
+	block_overwrite_close(fs);
 	if (fs->vol.fd >= 0 && fs->vol.path != NULL)
 		volume_close(&fs->vol);
 	pthread_mutex_destroy(&fs->err_mtx);
