@@ -296,35 +296,40 @@ file_write_locked(struct fsd_handle *h, struct fsd_buf *ib, uint64_t off, const 
  * changes no metadata when the times need no update either (touch_times
  * 0: the kernel keeps them; or they are of this clock tick already,
  * inode_mctime_current): the data goes in place with no transaction.
- * Returns 1 when done so, 0 when the write needs a transaction.
- *
- * In a cluster under META EX: other nodes must not read (and cache) the
- * blocks until the data is on disk. Alone, a write of whole blocks under
- * PR, so that writes to the file run side by side (the kernel's
- * writeback sends several at once); what could move or free the blocks
- * meanwhile takes META EX (a reflink marking them shared, an extension)
- * or the RW lock EX (a truncate), and the caller holds RW PR or, for a
- * writeback in a cluster, the lock's EX keeps truncates out
- * (file_writepage). A partial block is read, changed and written back:
- * under EX, so that no other write of that block comes in between.
+ * di: the inode block, locked.
  */
 static int
-write_in_place(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
+overwrite_in_place(struct fsd *fs, const struct ocfs2_dinode *di, uint64_t off, size_t len,
     int touch_times)
 {
+	return off != FILE_APPEND && S_ISREG(LE16(di->i_mode)) && !inline_has(di) &&
+	    off + len <= LE64(di->i_size) && (!touch_times || inode_mctime_current(di)) &&
+	    (!(fs->sparse || fs->refcount) || sparse_range_written(fs, di, off, len));
+}
+
+/*
+ * Alone on the volume, such an overwrite of whole blocks runs under META
+ * PR, so that writes to the file run side by side (the kernel's writeback
+ * sends several at once); what could move or free the blocks meanwhile
+ * takes META EX (a reflink marking them shared, an extension) or the RW
+ * lock EX (a truncate), which the caller's RW PR keeps out. A partial
+ * block is read, changed and written back: under EX, so that no other
+ * write of that block comes in between. Returns 1 when done so, 0 when
+ * the write needs a transaction.
+ */
+static int
+write_in_place_alone(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data,
+    size_t len, int touch_times)
+{
 	unsigned bs = fs->vol.block_bytes;
-	int level = fs->glue == NULL && off % bs == 0 && len % bs == 0 ? LKM_PR : LKM_EX, rc;
+	int level = off % bs == 0 && len % bs == 0 ? LKM_PR : LKM_EX, rc;
 	const struct ocfs2_dinode *di;
 	struct fsd_buf *ib;
 
-	if (off == FILE_APPEND)
-		return 0;
 	if ((rc = inode_lock_block(fs, ip, level, &ib)) != 0)
 		return rc;
 	di = (const struct ocfs2_dinode *)ib->data;
-	if (S_ISREG(LE16(di->i_mode)) && !inline_has(di) && off + len <= LE64(di->i_size) &&
-	    (!touch_times || inode_mctime_current(di)) &&
-	    (!(fs->sparse || fs->refcount) || sparse_range_written(fs, di, off, len)) &&
+	if (overwrite_in_place(fs, di, off, len, touch_times) &&
 	    (rc = write_data(fs, di, LE64(di->i_size), off, data, len, FILE_OVERWRITE)) == 0)
 		rc = 1;
 	inode_unlock_block(fs, ip, level, ib);
@@ -335,7 +340,10 @@ write_in_place(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *d
  * The write itself, under the META lock EX. within_size: a page the
  * kernel writes back from its cache, which never extends the file: what
  * lies past the size (cut off by a truncate meanwhile) is dropped, as the
- * kernel drops a page past i_size.
+ * kernel drops a page past i_size. In a cluster an overwrite in place
+ * too is decided under the handle's EX: letting the lock go between the
+ * check and the transaction would hand it to a node waiting for it, and
+ * ask for it back at once.
  */
 static int
 write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *data, size_t len,
@@ -346,7 +354,8 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 	struct fsd_buf *ib;
 	int rc;
 
-	if ((rc = write_in_place(fs, ip, off, data, len, touch_times)) != 0)
+	if (fs->glue == NULL && off != FILE_APPEND &&
+	    (rc = write_in_place_alone(fs, ip, off, data, len, touch_times)) != 0)
 		return rc < 0 ? rc : 0;
 	if ((rc = journal_start(fs, &h)) != 0)
 		return rc;
@@ -363,6 +372,8 @@ write_rw_locked(struct fsd *fs, struct fsd_inode *ip, uint64_t off, const void *
 		rc = -EINVAL;
 	else if (len == 0)
 		rc = 0;
+	else if (fs->glue != NULL && overwrite_in_place(fs, di, off, len, touch_times))
+		rc = write_data(fs, di, LE64(di->i_size), off, data, len, FILE_OVERWRITE);
 	else if ((rc = file_write_locked(&h, ib, off, data, len)) == 0 && touch_times) {
 		inode_now(di, 0, 1, 1);
 		journal_dirty(&h, ib);

@@ -617,7 +617,7 @@ struct fsd_inode {
 	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
-	int		 atime_moved;	/* the last READ here moved atime (inode_read_level) */
+	int		 atime_moved;	/* READs here expected to move atime (inode_read_level) */
 	/*
 	 * 1 + the META lock's downconverts when a name was last seen to lead
 	 * here with links left (0: unknown, or this node dropped a link since):

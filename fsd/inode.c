@@ -320,7 +320,8 @@ inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation
 	pthread_mutex_lock(&fs->itable->mtx);
 	if (ip->generation != generation && ip->opens == 0) {
 		ip->generation = generation;
-		inode_read_moved_atime(ip, 0);	/* another file's reads */
+		/* another file's reads */
+		__atomic_store_n(&ip->atime_moved, 0, __ATOMIC_RELAXED);
 		rw = ip->rw;
 		ip->rw = NULL;
 	}
@@ -720,8 +721,10 @@ inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct time
  * atime at each read: PR for the read, then EX for atime, two requests
  * to dlmd and two handoffs from the writer (EX to PR, PR to NL) where
  * one does. So once a READ moved atime, the next read that must ask dlmd
- * anyway asks for EX at once; a read that finds atime not due (nothing
- * changed since, or another node moved it first) ends that. Only while
+ * anyway asks for EX at once; two reads in a row that find atime not due
+ * (nothing changed since, or another node moved it first) end that: one
+ * is no sign, since a write in the clock tick of the one before leaves
+ * mtime, and so atime, as they were (inode_mctime_current). Only while
  * the file is open here (a stat of a file nobody reads here keeps PR)
  * and the lock not held here: a cached PR is not given up for a guess.
  */
@@ -743,7 +746,10 @@ inode_read_level(struct fsd *fs, struct fsd_inode *ip)
 void
 inode_read_moved_atime(struct fsd_inode *ip, int moved)
 {
-	__atomic_store_n(&ip->atime_moved, moved, __ATOMIC_RELAXED);
+	int left = __atomic_load_n(&ip->atime_moved, __ATOMIC_RELAXED);
+
+	/* a race of two reads only shifts a guess by one read */
+	__atomic_store_n(&ip->atime_moved, moved ? 2 : left > 0 ? left - 1 : 0, __ATOMIC_RELAXED);
 }
 
 void
