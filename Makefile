@@ -52,7 +52,7 @@ LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS) $(LDFLAGS)
 DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c pcmkd/main.c netd/main.c dlmd/main.c dlmfs/main.c fsd/main.c)))
 # pcmkd alone talks to corosync.
 COROSYNC_PKGS = libcpg libquorum libcmap libcorosync_common
-TOOLS	 = o2ctl o2lock
+TOOLS	 = o2ctl o2lock pcmkd-stonith
 
 PROTOS	 = $(wildcard proto/*.proto)
 PROTO_C	 = $(PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
@@ -119,6 +119,13 @@ TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))
 # o2ctl keygen writes netd's key format: it links netd's library.
 $(BUILD)/o2ctl: $(TOOL_OBJS) $(BUILD)/libnetd.a $(LIBO2DLM) $(LIBCOMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+# pcmkd-stonith: pcmkd's fencing program for pacemaker's fencer. The
+# stonith API's header loads libstonithd at run time (-ldl): no link to
+# pacemaker, which a node fencing with an agent need not have.
+$(OBJ)/stonith/main.o: CPPFLAGS_ALL += $(shell pkg-config --cflags-only-I pacemaker-fencing)
+$(BUILD)/pcmkd-stonith: $(OBJ)/stonith/main.o
+	$(CC) $(CFLAGS) -o $@ $^ $(SANFLAGS) $(LDFLAGS) -ldl
 
 # o2lock: flock(1) across the cluster.
 $(BUILD)/o2lock: $(patsubst %.c,$(OBJ)/%.o,$(wildcard o2lock/*.c)) $(LIBO2DLM) $(LIBCOMMON)

@@ -35,6 +35,7 @@ pm_group(struct pm_members *m, uint32_t id, enum pm_group_why why)
 	switch (why) {
 	case PM_JOINED:
 		m->in_group[id] = 1;
+		m->left_clean[id] = 0;
 		break;
 	case PM_PROC_DIED:
 		/* still in corosync's membership: not a death by itself */
@@ -44,6 +45,7 @@ pm_group(struct pm_members *m, uint32_t id, enum pm_group_why why)
 		/* on purpose: nothing of it writes or holds locks any more */
 		m->in_group[id] = 0;
 		m->in_membership[id] = 0;
+		m->left_clean[id] = 1;
 		break;
 	case PM_NODE_DIED:
 		/*
@@ -69,8 +71,12 @@ pm_decide(struct pm_members *m, unsigned node, const char **why)
 		if (m->in_membership[node])
 			return PM_SAME;
 		m->up[node] = 0;
-		*why = "gone from corosync's membership, or its pcmkd left the group";
-		return PM_DOWN;
+		if (m->left_clean[node]) {
+			*why = "its pcmkd left the group: nothing of it writes or holds locks";
+			return PM_DOWN;
+		}
+		*why = "gone from corosync's membership";
+		return PM_FAILED;
 	}
 	if (!m->in_membership[node] || !m->in_group[node])
 		return PM_SAME;

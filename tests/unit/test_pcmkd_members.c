@@ -55,7 +55,7 @@ Test(pcmkd_members, down_once_corosync_removes_it)
 	pm_group(&m, 2, PM_JOINED);
 	cr_assert_eq(decide(2), PM_UP);
 	pm_quorum(&m, 1, 8, one, 1);
-	cr_assert_eq(decide(2), PM_DOWN);
+	cr_assert_eq(decide(2), PM_FAILED, "gone without leaving the group: to be fenced");
 	cr_assert_eq(decide(2), PM_SAME);
 	cr_assert(!m.up[2]);
 }
@@ -81,7 +81,7 @@ Test(pcmkd_members, the_quorum_service_says_who_died)
 	cr_assert_eq(decide(3), PM_UP);
 	pm_group(&m, 3, PM_NODE_DIED);
 	pm_quorum(&m, 1, 8, two, 2);
-	cr_assert_eq(decide(3), PM_DOWN);
+	cr_assert_eq(decide(3), PM_FAILED);
 }
 
 Test(pcmkd_members, a_dead_pcmkd_is_no_dead_node)
@@ -108,12 +108,14 @@ Test(pcmkd_members, a_pcmkd_leaving_on_purpose_takes_its_node_down)
 	pm_group(&m, 2, PM_JOINED);
 	cr_assert_eq(decide(2), PM_UP);
 	pm_group(&m, 2, PM_LEFT);
-	cr_assert_eq(decide(2), PM_DOWN);
+	cr_assert_eq(decide(2), PM_DOWN, "left on purpose: nothing to fence");
 	pm_quorum(&m, 1, 8, all, 2);
 	cr_assert_eq(decide(2), PM_SAME, "in corosync, but not in the group: stays down");
 	pm_group(&m, 2, PM_JOINED);
 	cr_assert_eq(decide(2), PM_UP, "back in the group");
 	cr_assert_eq(m.gen[2], 8);
+	pm_quorum(&m, 1, 12, (const uint32_t[]){ 1 }, 1);
+	cr_assert_eq(decide(2), PM_FAILED, "back in the group, then lost: not clean any more");
 }
 
 Test(pcmkd_members, no_quorum_no_decision)
