@@ -426,7 +426,11 @@ cc_check_keys(struct parser *p, const struct stanza *st)
 	}
 }
 
-/* fencing and fence_agent: the pcmk stack's, checked against each other. */
+/*
+ * fencing and fence_agent: the pcmk stack's (o2cb fences with
+ * O2CB_FENCE_METHOD and ignores them, so that a stack is switched by its
+ * line alone), checked against each other.
+ */
 static int
 cc_fencing(struct parser *p, const struct stanza *st, struct clinfo *ci)
 {
@@ -443,9 +447,6 @@ cc_fencing(struct parser *p, const struct stanza *st, struct clinfo *ci)
 		if (ci->fencing == CC_PCMK_FENCING_UNSET)
 			return cc_fail(p, a->line, "invalid fencing '%s' (expected pacemaker, "
 			    "agent or none)", a->val);
-		if (ci->stack != CC_STACK_PCMK)
-			return cc_fail(p, a->line, "fencing is the pcmk stack's (stack = pcmk); "
-			    "o2cb fences with O2CB_FENCE_METHOD");
 	}
 	if (ci->fencing == CC_PCMK_FENCING_AGENT && agent == NULL)
 		return cc_fail(p, a->line, "fencing = agent needs fence_agent = PATH");

@@ -128,12 +128,6 @@ main(int argc, char *argv[])
 		return check_config(&args, args.node_name != NULL ? args.node_name :
 		    host_node_name());
 	p.local_node = CC_INVALID_NODE;
-	if ((cc = cc_load(args.conf_path, args.tunables_path, 0, NULL, args.node_name != NULL ?
-	    args.node_name : host_node_name(), &self, err, sizeof(err), NULL, NULL)) == NULL)
-		fatalx("%s", err);
-	if (fencing_choose(&p, cc, err, sizeof(err)) == -1)
-		fatalx("%s", err);
-	free(cc);
 	TAILQ_INIT(&p.regions);
 	LIST_INIT(&p.writers);
 	if (mkdir_p(p.rundir, 0755) == -1)
@@ -142,6 +136,12 @@ main(int argc, char *argv[])
 		fatalx("event_base_new");
 	if (cs_connect(&p, err, sizeof(err)) == -1)
 		fatalx("%s", err);
+	if ((cc = cc_load(args.conf_path, args.tunables_path, 0, NULL, args.node_name != NULL ?
+	    args.node_name : host_node_name(), &self, err, sizeof(err), NULL, NULL)) == NULL)
+		fatalx("%s", err);
+	if (fencing_choose(&p, cc, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	free(cc);
 	d = daemon_start(p.base, on_stop, NULL, &p);
 	nmdlink_start(&p, configured);
 	daemon_run(d);
