@@ -52,6 +52,8 @@ struct pm_members {
 	int		quorum_known;	/* a notification came since start */
 	int		quorate;
 	uint64_t	ring_seq;	/* of the last quorum notification */
+	int		cpg_ring_known;	/* a CPG totem change came since (re)connecting */
+	uint64_t	cpg_ring_seq;	/* of CPG's last totem change */
 	uint8_t		in_membership[PM_MAX_NODES];
 	uint8_t		in_group[PM_MAX_NODES];
 	uint8_t		up[PM_MAX_NODES];
@@ -71,6 +73,14 @@ void	pm_quorum(struct pm_members *, int quorate, uint64_t ring_seq,
  * runs on until it is renewed or runs out.
  */
 int	pm_quorum_lost(const struct pm_members *);
+/*
+ * CPG's totem change: its ring. Nothing is decided while it is not the
+ * quorum service's ring, as dlm_controld waits (its check_ringid_done):
+ * the two services' news of one membership change come separately.
+ */
+void	pm_cpg_ring(struct pm_members *, uint64_t ring_seq);
+void	pm_cpg_ring_forget(struct pm_members *);
+int	pm_rings_agree(const struct pm_members *);
 /* A change of our group: id joined, left, its pcmkd died or its node died. */
 void	pm_group(struct pm_members *, uint32_t id, enum pm_group_why);
 /* Decide node: its new state (m->up updated); why says why when it changed. */
