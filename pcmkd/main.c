@@ -103,6 +103,7 @@ configured(struct pcmkd *p)
 
 	cs_check_nodes(p);
 	lease_open(p);
+	fencestore_load(p);
 	api_start(p);
 	if (cs_join(p, err, sizeof(err)) == -1)
 		fatalx("%s", err);

@@ -28,7 +28,6 @@
 #define PM_FENCE_RETRY_MS	1000	/* first retry of a failed fence, then doubling */
 #define PM_FENCE_RETRY_MAX_MS	30000
 #define PM_FENCE_TIMEOUT_MS	330000	/* an attempt that runs longer is killed (failed) */
-#define PM_STONITH_TIMEOUT_S	300	/* pacemaker's fencer: as dlm_controld asks */
 
 struct event_base;
 struct nmd_client;
@@ -194,6 +193,10 @@ int	state_writing_allowed(const struct pcmkd *);
  */
 int	fenceexec_init(struct pcmkd *, const char *self_path, char *err, size_t errlen);
 void	fenceexec_update(struct pcmkd *);
+
+/* fencestore.c: the pending fences in <rundir>/pcmkd.fences, across restarts. */
+void	fencestore_save(const struct pcmkd *);
+void	fencestore_load(struct pcmkd *);
 
 /* nmdlink.c */
 void	nmdlink_start(struct pcmkd *, void (*configured)(struct pcmkd *));

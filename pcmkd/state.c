@@ -58,6 +58,7 @@ node_failed(struct pcmkd *p, unsigned node, const char *why)
 	log_warnx("node %u failed: %s; its journal and locks wait until it is fenced", node,
 	    why);
 	fence_begin(&p->fences, node, time(NULL), now_ms());
+	fencestore_save(p);
 }
 
 void
@@ -78,6 +79,7 @@ state_update(struct pcmkd *p)
 		if (fence_pending(&p->fences, i)) {
 			if (!fence_take_confirmed(&p->fences, i, p->m.quorate))
 				continue;
+			fencestore_save(p);
 			log_warnx("node %u down: fenced", i);
 			api_node_event(p, 0, i, p->m.gen[i],
 			    "gone from corosync's membership, and fenced");

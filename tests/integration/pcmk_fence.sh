@@ -4,9 +4,9 @@
 # agent with tests/integration/pcmk_fence_agent (it records each request
 # and kills the node's processes through localcluster). pcmkd refuses to
 # start without a fencing choice. A kill -9 of node3 (corosync, daemons,
-# fsd) while the agent is made to fail its first two tries: the
-# survivors show the fence pending and recover nothing, node1 writes its
-# own file on; then the agent succeeds, node3's slot is recovered and
+# fsd) while the agent is made to fail: the
+# survivors show the fence pending and recover nothing, node1's pcmkd
+# killed and started again keeps the fence pending; then the agent succeeds, node3's slot is recovered and
 # written, and the agent's record names node3. node3 comes back; a
 # partition 2|1: node3 alone fences itself and asks no fence of anyone,
 # the majority fences it (the agent kills it) and recovers. fsck.ocfs2
@@ -59,12 +59,11 @@ done
 for k in 1 2 3; do
 	run_check "node$k mounts" node_mount "$k"
 done
-check "node1 writes and fsyncs its file a" sh -c "echo a1 >'${M[1]}/a' && sync '${M[1]}/a'"
 check "node3 writes and fsyncs g" sh -c "echo from3 >'${M[3]}/g' && sync '${M[3]}/g'"
 
-echo "-- kill -9 of node3; the agent fails its first two tries"
+echo "-- kill -9 of node3; the agent fails until told otherwise"
 mkdir -p "$LOCALCLUSTER_DIR/fence"
-echo 2 >"$LOCALCLUSTER_DIR/fence/fail_first"
+echo 1000 >"$LOCALCLUSTER_DIR/fence/fail_first"
 check "kill node3" lc kill 3
 check "node1's pcmkd holds node3 until it is fenced" \
     wait_for 20 log_has 1 pcmkd "node 3 failed: gone from corosync's membership"
@@ -73,8 +72,14 @@ check "node1's status shows node3's fence pending" fence_pending 1 3
 check "node1's log says the attempt failed and is retried" \
     log_has 1 pcmkd "fencing node 3 (node3): attempt .* failed (exit status 1)"
 check_eq "nothing of node3 recovered while its fence is pending" 0 "$(recoveries)"
-check "node1 writes its own file meanwhile" \
-    timeout 10 sh -c "echo a2 >>'${M[1]}/a' && sync '${M[1]}/a'"
+echo "   node1's pcmkd killed and started again while the fence is pending"
+kill -KILL "$(<"$LOCALCLUSTER_DIR/node1/pids/pcmkd.pid")"
+check "node1's pcmkd starts again" lc start 1 pcmkd
+check "it knows the pending fence from its predecessor" \
+    wait_for 10 log_has 1 pcmkd "node 3: its fence was pending when an earlier pcmkd stopped"
+check "node1's status shows it still pending" wait_for 10 fence_pending 1 3
+check_eq "still nothing of node3 recovered" 0 "$(recoveries)"
+echo 0 >"$LOCALCLUSTER_DIR/fence/fail_first"
 check "the agent succeeds at last, naming node3" wait_for 20 requests_n node3 fenced 1
 check "node1's pcmkd reports node3 down once fenced" wait_for 20 log_has 1 pcmkd "node 3 down: fenced"
 check "a survivor recovers node3's slot" wait_for 30 recovered_n 1
