@@ -69,6 +69,10 @@ check "node1's pcmkd holds node3 until it is fenced" \
     wait_for 20 log_has 1 pcmkd "node 3 failed: gone from corosync's membership"
 check "the agent is asked twice and fails" wait_for 20 requests_n node3 failed 2
 check "node1's status shows node3's fence pending" fence_pending 1 3
+check "pcmkd's own status lists it with its failed attempts" sh -c \
+    "$(printf '%q ' "$LOCALCLUSTER" exec 1 "$O2CTL") --json heartbeat | jq -e '.fences_pending[] | select(.node == 3) | .tries >= 1 and (.last_error | test(\"exit status 1\"))'"
+check "and its text form says FENCE PENDING" sh -c \
+    "$(printf '%q ' "$LOCALCLUSTER" exec 1 "$O2CTL") status | grep -q 'node3 .*FENCE PENDING'"
 check "node1's log says the attempt failed and is retried" \
     log_has 1 pcmkd "fencing node 3 (node3): attempt .* failed (exit status 1)"
 check_eq "nothing of node3 recovered while its fence is pending" 0 "$(recoveries)"
