@@ -4,13 +4,16 @@
 # agent with tests/integration/pcmk_fence_agent (it records each request
 # and kills the node's processes through localcluster). pcmkd refuses to
 # start without a fencing choice. A kill -9 of node3 (corosync, daemons,
-# fsd) while the agent is made to fail: the
-# survivors show the fence pending and recover nothing, node1's pcmkd
-# killed and started again keeps the fence pending; then the agent succeeds, node3's slot is recovered and
-# written, and the agent's record names node3. node3 comes back; a
-# partition 2|1: node3 alone fences itself and asks no fence of anyone,
-# the majority fences it (the agent kills it) and recovers. fsck.ocfs2
-# finds the volume clean. Skipped only when corosync cannot run here.
+# fsd) while the agent is made to fail: the survivors show the fence
+# pending (status, heartbeat) and recover nothing; node1's pcmkd killed
+# and started again keeps the fence pending; then the agent succeeds,
+# node3's slot is recovered and written, and the agent's record names
+# node3. node3 comes back; node1's pcmkd starts again with fencing =
+# pacemaker (pcmkd-stonith, a stand-in libstonithd). A partition 2|1:
+# node3 alone fences itself and asks no fence of anyone, the majority
+# fences it (node1 through pcmkd-stonith, node2 through the agent, which
+# kills it) and recovers. fsck.ocfs2 finds the volume clean. Skipped only
+# when corosync cannot run here.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
@@ -97,6 +100,19 @@ check "node1 sees node3 up again" wait_for 20 live_is 1 "[1,2,3]"
 run_check "node3 mounts again" node_mount 3
 check_eq "node3 reads g" "$(printf 'from3\nfrom1')" "$(cat "${M[3]}/g")"
 
+echo "-- node1's pcmkd on fencing = pacemaker, with a stand-in fencer"
+# pcmkd-stonith finds tests/helpers/fakestonithd.c as libstonithd.so.26;
+# node2 keeps the agent, which resets node3 for real
+STONITH_DIR=$FSD_DIR/stonith
+mkdir -p "$STONITH_DIR"
+ln -s "$BUILD/tests/libfakestonithd.so" "$STONITH_DIR/libstonithd.so.26"
+sed -i 's|fencing = agent|fencing = pacemaker|; /fence_agent = /d' "$(lc conf)"
+kill -KILL "$(<"$LOCALCLUSTER_DIR/node1/pids/pcmkd.pid")"
+check "node1's pcmkd starts again with fencing = pacemaker" env LD_LIBRARY_PATH="$STONITH_DIR" \
+    FAKE_STONITH_LOG="$STONITH_DIR/calls" "$LOCALCLUSTER" start 1 pcmkd
+check "it says pcmkd-stonith confirms" wait_for 10 log_has 1 pcmkd "fencing = pacemaker: .*pcmkd-stonith"
+check "node1 sees nodes 1 2 3 up" wait_for 20 live_is 1 "[1,2,3]"
+
 echo "-- a partition 2|1: only the majority fences"
 echo 0 >"$LOCALCLUSTER_DIR/fence/fail_first"
 before=$(requests node3 fenced)
@@ -105,6 +121,10 @@ check "cut node3 from node1" lc cut 1 3
 check "cut node3 from node2" lc cut 2 3
 check "the majority fences node3 through the agent" wait_for 30 requests_n node3 fenced $((before + 1))
 check "and recovers its slot again" wait_for 30 recovered_n 2
+check "node1's pcmkd had pacemaker's fencer power node3 off (id 3, 300 s)" \
+    grep -q "^kick 3 300 1$" "$STONITH_DIR/calls"
+check "node1's pcmkd took pcmkd-stonith's word" \
+    log_has 1 pcmkd "fencing node 3 (node3): confirmed by .*pcmkd-stonith"
 check "node1 appends to p" sh -c "echo after >>'${M[1]}/p'"
 check_eq "node2 reads p" "$(printf 'before\nafter')" "$(cat "${M[2]}/p")"
 check_eq "nobody asked to fence node1 or node2 (node3 had no quorum)" 0 \
