@@ -19,6 +19,9 @@ MANDIR	?= $(PREFIX)/share/man
 # merged-/usr systems (Debian 12 on); installing under /usr keeps a
 # DESTDIR image from replacing the /sbin symlink with a directory.
 MOUNTDIR ?= /usr/sbin
+# pacemaker finds OCF agents under /usr/lib/ocf/resource.d/PROVIDER
+# whatever the prefix: ocf:ocfs2:fsd.
+OCFDIR	?= /usr/lib/ocf/resource.d/ocfs2
 
 ifeq ($(FUZZ),1)
 # The fuzz harnesses (tests/fuzz/) and the libraries they link: clang,
@@ -52,7 +55,7 @@ LDLIBS_ALL = $(shell pkg-config --libs $(PKGS)) $(SANFLAGS) $(LDFLAGS)
 DAEMONS	 = $(sort $(patsubst %/main.c,%,$(wildcard nmd/main.c hbd/main.c pcmkd/main.c netd/main.c dlmd/main.c dlmfs/main.c fsd/main.c)))
 # pcmkd alone talks to corosync.
 COROSYNC_PKGS = libcpg libquorum libcmap libcorosync_common
-TOOLS	 = o2ctl o2lock
+TOOLS	 = o2ctl o2lock pcmkd-stonith
 
 PROTOS	 = $(wildcard proto/*.proto)
 PROTO_C	 = $(PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
@@ -73,7 +76,7 @@ TEST_PROG_SRCS = $(wildcard tests/progs/*.c)
 TEST_PROGS = $(TEST_PROG_SRCS:tests/progs/%.c=$(BUILD)/progs/%)
 
 all: $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(HELPER_LIBS) $(TEST_PROGS) \
-    $(BUILD)/mount.fuse.fsd
+    $(BUILD)/mount.fuse.fsd $(BUILD)/ocf/fsd
 
 # protoc-c writes next to its output; generated files are never committed.
 $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
@@ -119,6 +122,13 @@ TOOL_OBJS = $(patsubst %.c,$(OBJ)/%.o,$(wildcard tools/*.c))
 # o2ctl keygen writes netd's key format: it links netd's library.
 $(BUILD)/o2ctl: $(TOOL_OBJS) $(BUILD)/libnetd.a $(LIBO2DLM) $(LIBCOMMON)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS_ALL)
+
+# pcmkd-stonith: pcmkd's fencing program for pacemaker's fencer. The
+# stonith API's header loads libstonithd at run time (-ldl): no link to
+# pacemaker, which a node fencing with an agent need not have.
+$(OBJ)/stonith/main.o: CPPFLAGS_ALL += $(shell pkg-config --cflags-only-I pacemaker-fencing)
+$(BUILD)/pcmkd-stonith: $(OBJ)/stonith/main.o
+	$(CC) $(CFLAGS) -o $@ $^ $(SANFLAGS) $(LDFLAGS) -ldl
 
 # o2lock: flock(1) across the cluster.
 $(BUILD)/o2lock: $(patsubst %.c,$(OBJ)/%.o,$(wildcard o2lock/*.c)) $(LIBO2DLM) $(LIBCOMMON)
@@ -340,10 +350,17 @@ $(BUILD)/mount.fuse.fsd: scripts/mount.fuse.fsd.in FORCE
 	sed -e 's|@SBINDIR@|$(BINDIR)|g' $< >$@
 	chmod 0755 $@
 
+# The OCF resource agent, with the mount helper's installed path.
+$(BUILD)/ocf/fsd: ocf/fsd.in FORCE
+	@mkdir -p $(dir $@)
+	sed -e 's|@MOUNTDIR@|$(MOUNTDIR)|g' $< >$@
+	chmod 0755 $@
+
 install: all units
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)/ocfs2.target.requires $(DESTDIR)$(DOCDIR)
 	install -m 0755 $(DAEMONS:%=$(BUILD)/%) $(TOOLS:%=$(BUILD)/%) $(DESTDIR)$(BINDIR)/
 	install -D -m 0755 $(BUILD)/mount.fuse.fsd $(DESTDIR)$(MOUNTDIR)/mount.fuse.fsd
+	install -D -m 0755 $(BUILD)/ocf/fsd $(DESTDIR)$(OCFDIR)/fsd
 	install -m 0644 $(UNITS:%=$(BUILD)/systemd/%) $(DESTDIR)$(UNITDIR)/
 	$(if $(SERVICES),ln -sfn $(SERVICES:%=../%) $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/)
 	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
@@ -353,7 +370,9 @@ install: all units
 	install -m 0644 $(MAN8) $(DESTDIR)$(MANDIR)/man8/
 
 uninstall:
-	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(DAEMONS) $(TOOLS)) $(DESTDIR)$(MOUNTDIR)/mount.fuse.fsd
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(DAEMONS) $(TOOLS)) $(DESTDIR)$(MOUNTDIR)/mount.fuse.fsd \
+	    $(DESTDIR)$(OCFDIR)/fsd
+	rmdir $(DESTDIR)$(OCFDIR) 2>/dev/null || true
 	rm -f $(addprefix $(DESTDIR)$(UNITDIR)/,$(ALL_UNITS)) \
 	    $(addprefix $(DESTDIR)$(UNITDIR)/ocfs2.target.requires/,$(filter %.service,$(ALL_UNITS)))
 	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(DOCS)))

@@ -40,6 +40,8 @@ struct clinfo {
 	enum cc_hb_mode	 mode;
 	unsigned	 interval;
 	enum cc_stack	 stack;
+	enum cc_pcmk_fencing fencing;
+	const char	*fence_agent;	/* NULL: none */
 	int		 line;
 };
 
@@ -58,7 +60,8 @@ struct parser {
 };
 
 static const char *const cluster_keys[] = {
-	"name", "node_count", "heartbeat_mode", "heartbeat_interval_ms", "stack", NULL
+	"name", "node_count", "heartbeat_mode", "heartbeat_interval_ms", "stack", "fencing",
+	"fence_agent", NULL
 };
 static const char *const node_keys[] = {
 	"name", "number", "ip_address", "ip_port", "cluster", NULL
@@ -71,6 +74,7 @@ static const char *const *const st_keys[] = {
 static const char *const fence_names[] = { "kill", "reset", "panic" };
 /* As the stack names ocfs2-tools writes into a volume (OCFS2_STACK_LABEL_LEN). */
 static const char *const stack_names[] = { "o2cb", "pcmk" };
+static const char *const pcmk_fencing_names[] = { "", "none", "agent", "pacemaker" };
 
 /* ASCII only: the grammar must not depend on the caller's locale. */
 static int
@@ -422,6 +426,41 @@ cc_check_keys(struct parser *p, const struct stanza *st)
 	}
 }
 
+/*
+ * fencing and fence_agent: the pcmk stack's (o2cb fences with
+ * O2CB_FENCE_METHOD and ignores them, so that a stack is switched by its
+ * line alone), checked against each other.
+ */
+static int
+cc_fencing(struct parser *p, const struct stanza *st, struct clinfo *ci)
+{
+	const struct attr *a, *agent;
+	size_t i;
+
+	ci->fencing = CC_PCMK_FENCING_UNSET;
+	ci->fence_agent = NULL;
+	agent = cc_optional(st, "fence_agent");
+	if ((a = cc_optional(st, "fencing")) != NULL) {
+		for (i = 1; i < sizeof(pcmk_fencing_names) / sizeof(pcmk_fencing_names[0]); i++)
+			if (strcmp(a->val, pcmk_fencing_names[i]) == 0)
+				ci->fencing = (enum cc_pcmk_fencing)i;
+		if (ci->fencing == CC_PCMK_FENCING_UNSET)
+			return cc_fail(p, a->line, "invalid fencing '%s' (expected pacemaker, "
+			    "agent or none)", a->val);
+	}
+	if (ci->fencing == CC_PCMK_FENCING_AGENT && agent == NULL)
+		return cc_fail(p, a->line, "fencing = agent needs fence_agent = PATH");
+	if (agent == NULL)
+		return 0;
+	if (ci->fencing != CC_PCMK_FENCING_AGENT)
+		return cc_fail(p, agent->line, "fence_agent is used only with fencing = agent");
+	if (agent->val[0] != '/' || strlen(agent->val) > CC_FENCE_AGENT_MAX)
+		return cc_fail(p, agent->line, "fence_agent '%s' must be an absolute path "
+		    "(at most %d characters)", agent->val, CC_FENCE_AGENT_MAX);
+	ci->fence_agent = agent->val;
+	return 0;
+}
+
 static int
 cc_cluster(struct parser *p, const struct stanza *st, struct clinfo *ci)
 {
@@ -462,7 +501,7 @@ cc_cluster(struct parser *p, const struct stanza *st, struct clinfo *ci)
 	    cc_stack_parse(a->val, &ci->stack) == -1)
 		return cc_fail(p, a->line, "invalid stack '%s' (expected o2cb or pcmk)",
 		    a->val);
-	return 0;
+	return cc_fencing(p, st, ci);
 }
 
 static const struct clinfo *
@@ -625,6 +664,9 @@ cc_build(struct parser *p, const char *want, struct cluster_conf *cc)
 	cc->hb_mode = sel->mode;
 	cc->hb_interval_ms = sel->interval;
 	cc->stack = sel->stack;
+	cc->fencing = sel->fencing;
+	if (sel->fence_agent != NULL)
+		snprintf(cc->fence_agent, sizeof(cc->fence_agent), "%s", sel->fence_agent);
 
 	for (i = 0; i < p->nst; i++) {
 		st = &p->st[i];
@@ -964,6 +1006,14 @@ cc_stack_name(enum cc_stack s)
 	if ((unsigned)s >= sizeof(stack_names) / sizeof(stack_names[0]))
 		return "unknown";
 	return stack_names[s];
+}
+
+const char *
+cc_pcmk_fencing_name(enum cc_pcmk_fencing f)
+{
+	if ((unsigned)f >= sizeof(pcmk_fencing_names) / sizeof(pcmk_fencing_names[0]))
+		return "";
+	return pcmk_fencing_names[f];
 }
 
 const char *

@@ -20,6 +20,18 @@ enum cc_hb_mode { CC_HB_LOCAL = 0, CC_HB_GLOBAL = 1 };
 enum cc_fence_method { CC_FENCE_KILL = 0, CC_FENCE_RESET = 1, CC_FENCE_PANIC = 2 };
 /* Who says which nodes are alive: hbd's disk heartbeat, or corosync (pcmkd). */
 enum cc_stack { CC_STACK_O2CB = 0, CC_STACK_PCMK = 1 };
+/*
+ * pcmk: who confirms that a node corosync lost is reset before the
+ * survivors recover it (cluster: fencing = ...). Unset: pcmkd refuses
+ * to start; none: the admin accepts recovery without confirmation.
+ */
+enum cc_pcmk_fencing {
+	CC_PCMK_FENCING_UNSET = 0,
+	CC_PCMK_FENCING_NONE,
+	CC_PCMK_FENCING_AGENT,		/* fence_agent = PATH, run by pcmkd */
+	CC_PCMK_FENCING_PACEMAKER,	/* pacemaker's fencer (stonith API) */
+};
+#define CC_FENCE_AGENT_MAX	255
 
 struct cc_node {
 	char		name[CC_NODE_NAME_MAX + 1];
@@ -55,6 +67,8 @@ struct cluster_conf {
 	struct cc_tunables tun;
 	unsigned	hb_interval_ms;		/* cluster: heartbeat_interval_ms (ours), 2000 */
 	enum cc_stack	stack;			/* cluster: stack (ours), o2cb */
+	enum cc_pcmk_fencing fencing;		/* cluster: fencing (ours), unset */
+	char		fence_agent[CC_FENCE_AGENT_MAX + 1];	/* cluster: fence_agent */
 };
 
 /*
@@ -114,5 +128,6 @@ int	cc_stack_parse(const char *s, enum cc_stack *out);
 /* The daemon that serves membership on <rundir>/<name>.sock: "hbd" or "pcmkd". */
 const char *cc_stack_daemon(enum cc_stack s);
 int	cc_fence_method_parse(const char *s, enum cc_fence_method *m);
+const char *cc_pcmk_fencing_name(enum cc_pcmk_fencing f);
 
 #endif

@@ -151,10 +151,27 @@ fill_status(struct pcmkd *p, Hbd__HbStatus *st)
 	st->fence_reason = p->fence_reason;
 	st->mode = "pcmk";
 	st->fence_method = "kill";
+	st->fencing = (char *)cc_pcmk_fencing_name(p->fencing);
 	st->live_nodes = xcalloc(PM_MAX_NODES, sizeof(*st->live_nodes));
-	for (i = 0; i < PM_MAX_NODES; i++)
-		if (p->m.up[i])
+	st->fences_pending = xcalloc(PM_MAX_NODES, sizeof(*st->fences_pending));
+	for (i = 0; i < PM_MAX_NODES; i++) {
+		const struct pm_fence_node *fn = &p->fences.n[i];
+		Hbd__FencePending *fp;
+
+		/* a node waiting for its fence is alive to the subscribers still */
+		if (p->m.up[i] || fence_pending(&p->fences, i))
 			st->live_nodes[st->n_live_nodes++] = i;
+		if (!fence_pending(&p->fences, i))
+			continue;
+		fp = xcalloc(1, sizeof(*fp));
+		hbd__fence_pending__init(fp);
+		fp->node = i;
+		fp->left_at = (uint64_t)fn->left_at;
+		fp->tries = fn->tries;
+		fp->running = fn->state == PF_RUNNING;
+		fp->last_error = (char *)fn->last_error;
+		st->fences_pending[st->n_fences_pending++] = fp;
+	}
 	TAILQ_FOREACH(r, &p->regions, entry)
 		n++;
 	st->regions = xcalloc(n + 1, sizeof(*st->regions));
@@ -187,6 +204,9 @@ reply_status(struct ipc_conn *c, const Envelope *req)
 	free(st.regions);
 	writers_free_status(&st);
 	free(st.live_nodes);
+	for (i = 0; i < st.n_fences_pending; i++)
+		free(st.fences_pending[i]);
+	free(st.fences_pending);
 }
 
 static void

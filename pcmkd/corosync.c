@@ -96,6 +96,19 @@ on_confchg(cpg_handle_t h, const struct cpg_name *group,
 }
 
 static void
+on_totem(cpg_handle_t h, struct cpg_ring_id ring, uint32_t n, const uint32_t *ids)
+{
+	struct pcmkd *p = pcmkd_of_callbacks;
+
+	(void)h;
+	(void)ids;
+	log_info("corosync: CPG ring %u/%llu, %u members", ring.nodeid,
+	    (unsigned long long)ring.seq, n);
+	pm_cpg_ring(&p->m, ring.seq);
+	state_update(p);
+}
+
+static void
 on_deliver(cpg_handle_t h, const struct cpg_name *group, uint32_t nodeid, uint32_t pid,
     void *msg, size_t len)
 {
@@ -161,6 +174,9 @@ cpg_open(struct pcmkd *p, char *err, size_t errlen)
 	cm.model = CPG_MODEL_V1;
 	cm.cpg_deliver_fn = on_deliver;
 	cm.cpg_confchg_fn = on_confchg;
+	cm.cpg_totem_confchg_fn = on_totem;
+	/* the current ring at once, then every change's */
+	cm.flags = CPG_MODEL_V1_DELIVER_INITIAL_TOTEM_CONF;
 	if ((rc = cpg_model_initialize(&cs->cpg, CPG_MODEL_V1, (cpg_model_data_t *)&cm,
 	    NULL)) != CS_OK) {
 		snprintf(err, errlen, "cannot connect to corosync's CPG service: %s",
@@ -332,6 +348,8 @@ int
 cs_rejoin(struct pcmkd *p, char *err, size_t errlen)
 {
 	cpg_close(p->cs);
+	/* the new connection says its ring anew */
+	pm_cpg_ring_forget(&p->m);
 	if (cpg_open(p, err, errlen) == -1)
 		return -1;
 	return cs_join(p, err, errlen);

@@ -6,15 +6,15 @@
  * Fencing here is this node's own: its registered disk writers are
  * killed, its lease revoked and it leaves the group (so that the others
  * see it go and recover what it held), until `o2ctl clear-fence` while
- * quorate. Fencing by pacemaker (the others waiting until stonith has
- * confirmed a dead node's reset before recovering it) is not done yet:
- * without it the pcmk stack is not safe for production (doc/pcmk-stack.md).
+ * quorate. The fencing of other nodes, before they are reported down,
+ * is fence.c's and fenceexec.c's.
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
+#include "util.h"
 
 #include "pcmkd.h"
 
@@ -42,6 +42,25 @@ regions_update(struct pcmkd *p)
 	}
 }
 
+/*
+ * A node corosync lost without its pcmkd leaving the group: fenced
+ * before it is reported down (dlmd and fsd recover it on that word),
+ * unless the admin chose fencing = none.
+ */
+static void
+node_failed(struct pcmkd *p, unsigned node, const char *why)
+{
+	if (p->fencing == CC_PCMK_FENCING_NONE) {
+		log_warnx("node %u down: %s; not fenced (fencing = none)", node, why);
+		api_node_event(p, 0, node, p->m.gen[node], why);
+		return;
+	}
+	log_warnx("node %u failed: %s; its journal and locks wait until it is fenced", node,
+	    why);
+	fence_begin(&p->fences, node, time(NULL), now_ms());
+	fencestore_save(p);
+}
+
 void
 state_update(struct pcmkd *p)
 {
@@ -57,6 +76,14 @@ state_update(struct pcmkd *p)
 	for (i = 0; i < PM_MAX_NODES; i++) {
 		if (!p->node_known[i])
 			continue;
+		if (fence_pending(&p->fences, i)) {
+			if (!fence_take_confirmed(&p->fences, i, p->m.quorate))
+				continue;
+			fencestore_save(p);
+			log_warnx("node %u down: fenced", i);
+			api_node_event(p, 0, i, p->m.gen[i],
+			    "gone from corosync's membership, and fenced");
+		}
 		switch (pm_decide(&p->m, i, &why)) {
 		case PM_UP:
 			log_info("node %u up: %s", i, why);
@@ -66,11 +93,16 @@ state_update(struct pcmkd *p)
 			log_warnx("node %u down: %s", i, why);
 			api_node_event(p, 0, i, p->m.gen[i], why);
 			break;
+		case PM_FAILED:
+			node_failed(p, i, why);
+			break;
 		case PM_SAME:
 			break;
 		}
 	}
 	regions_update(p);
+	if (p->fencing != CC_PCMK_FENCING_NONE)
+		fenceexec_update(p);
 }
 
 void

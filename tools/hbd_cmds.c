@@ -260,6 +260,22 @@ hbd_status_json(const Envelope *rep)
 	for (i = 0; i < s->n_live_nodes; i++)
 		printf("%s%u", i ? "," : "", s->live_nodes[i]);
 	printf("]");
+	json_key(stdout, &first, "fencing"); json_str(stdout, s->fencing);
+	json_key(stdout, &first, "fences_pending");
+	printf("[");
+	for (i = 0; i < s->n_fences_pending; i++) {
+		const Hbd__FencePending *fp = s->fences_pending[i];
+
+		f2 = 1;
+		printf("%s{", i ? "," : "");
+		json_key(stdout, &f2, "node"); printf("%u", fp->node);
+		json_key(stdout, &f2, "left_at"); printf("%llu", (unsigned long long)fp->left_at);
+		json_key(stdout, &f2, "tries"); printf("%u", fp->tries);
+		json_key(stdout, &f2, "running"); printf("%s", fp->running ? "true" : "false");
+		json_key(stdout, &f2, "last_error"); json_str(stdout, fp->last_error);
+		printf("}");
+	}
+	printf("]");
 	json_key(stdout, &first, "writers");
 	printf("[");
 	for (i = 0; i < s->n_writers; i++) {
@@ -327,6 +343,13 @@ hbd_status_text(const Envelope *rep)
 	for (i = 0; i < s->n_live_nodes; i++)
 		printf(" %u", s->live_nodes[i]);
 	printf("%s\n", s->n_live_nodes ? "" : " none");
+	for (i = 0; i < s->n_fences_pending; i++)
+		printf("FENCE PENDING: node %u, lost at %llu, %u attempts%s%s%s\n",
+		    s->fences_pending[i]->node,
+		    (unsigned long long)s->fences_pending[i]->left_at, s->fences_pending[i]->tries,
+		    s->fences_pending[i]->running ? ", one running" : "",
+		    s->fences_pending[i]->last_error[0] ? "; last: " : "",
+		    s->fences_pending[i]->last_error);
 	for (i = 0; i < s->n_writers; i++)
 		printf("disk writer pid %d: %s\n", s->writers[i]->pid, s->writers[i]->what);
 	for (i = 0; i < s->n_regions; i++) {

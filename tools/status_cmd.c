@@ -67,6 +67,20 @@ link_of(const struct view *v, const Nmd__Node *n)
 	return "down";
 }
 
+/* pcmk: n was lost and waits for its fence (it counts as up meanwhile). */
+static int
+fence_pending_of(const struct view *v, unsigned num)
+{
+	size_t i;
+
+	if (v->hb == NULL)
+		return 0;
+	for (i = 0; i < v->hb->hb_status->n_fences_pending; i++)
+		if (v->hb->hb_status->fences_pending[i]->node == num)
+			return 1;
+	return 0;
+}
+
 /* What this node sees of n, after nmd's fields. */
 static void
 node_view_json(FILE *f, int *first, const Nmd__Node *n, const void *arg)
@@ -75,6 +89,7 @@ node_view_json(FILE *f, int *first, const Nmd__Node *n, const void *arg)
 
 	json_field_str(f, first, "heartbeat", heartbeat_of(v, n->num));
 	json_field_str(f, first, "link", link_of(v, n));
+	json_field_bool(f, first, "fence_pending", fence_pending_of(v, n->num));
 }
 
 static void
@@ -92,6 +107,7 @@ print_json(const struct view *v)
 	    v->hb ? "true" : "false", v->net ? "true" : "false",
 	    v->dlm ? "true" : "false");
 	json_field_bool(stdout, &first, "fenced", v->hb != NULL && v->hb->hb_status->fenced);
+	json_field_str(stdout, &first, "fencing", v->hb != NULL ? v->hb->hb_status->fencing : "");
 	json_key(stdout, &first, "nodes");
 	config_nodes_json(stdout, c, node_view_json, v);
 	json_key(stdout, &first, "regions");
@@ -143,8 +159,9 @@ print_text(const struct view *v)
 	for (i = 0; i < c->n_nodes; i++) {
 		const Nmd__Node *n = c->nodes[i];
 
-		printf("  %-4u %-20s %-6s %-10s %s\n", n->num, n->name,
-		    n->local ? "yes" : "", heartbeat_of(v, n->num), link_of(v, n));
+		printf("  %-4u %-20s %-6s %-10s %s%s\n", n->num, n->name,
+		    n->local ? "yes" : "", heartbeat_of(v, n->num), link_of(v, n),
+		    fence_pending_of(v, n->num) ? "  FENCE PENDING" : "");
 	}
 	for (i = 0; i < c->n_regions; i++)
 		printf("  heartbeat region %s on %s\n", c->regions[i]->name,

@@ -30,9 +30,12 @@ check_eq "status names node numbers" 3 "$(view 1 node3 num)"
 check_eq "status names the stack (o2cb by default)" o2cb "$(lc exec 1 "$O2CTL" --json status | jq -r .stack)"
 check_eq "... and hbd as its membership daemon" true "$(lc exec 1 "$O2CTL" --json status | jq -r .daemons.hbd)"
 check "the text form names the stack" sh -c "$(printf '%q ' "$LOCALCLUSTER" exec 2 "$O2CTL" status) | grep -q '^cluster lc (stack o2cb): nmd up, hbd up'"
-json_nodes() { lc exec 1 "$O2CTL" "$@" | jq -c "[.nodes[] | del(.heartbeat, .link)]"; }
+json_nodes() { lc exec 1 "$O2CTL" "$@" | jq -c "[.nodes[] | del(.heartbeat, .link, .fence_pending)]"; }
 check_eq "--json after the command, as before it" "$(json_nodes --json status)" "$(json_nodes status --json)"
 check_eq "status shows each node as config does" "$(json_nodes --json config)" "$(json_nodes status --json)"
+check_eq "no fence pending on o2cb (pcmk's)" "false false false" \
+    "$(lc exec 1 "$O2CTL" --json status | jq -r '[.nodes[].fence_pending] | join(" ")')"
+check_eq "... and no pcmk fencing method" "" "$(lc exec 1 "$O2CTL" --json status | jq -r .fencing)"
 check "the text form lists every node" sh -c "$(printf '%q ' "$LOCALCLUSTER" exec 2 "$O2CTL" status) | grep -Ec '^  [0-9]+ +node[123] ' | grep -qx 3"
 
 check "kill node3" lc kill 3

@@ -12,7 +12,7 @@
 # killed), the two others recover it and write; healed, node3 clears the
 # fence and mounts again. Every
 # node unmounts and fsck.ocfs2 finds the volume clean. Skipped only when
-# corosync cannot run here. LOCALCLUSTER_TOKEN_MS (corosync's token
+# corosync cannot run here (fencing = none: pcmk_fence.sh fences). LOCALCLUSTER_TOKEN_MS (corosync's token
 # timeout, default 1000) sets how soon a death is noticed.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
@@ -41,7 +41,7 @@ check "the volume was made for stack pcmk, cluster lc" \
     sh -c "debugfs.ocfs2 -R stats '$IMG' 2>/dev/null | grep -q 'Cluster stack: pcmk'"
 check_eq "o2ctl status: stack pcmk" pcmk "$(o2 1 --json status | jq -r .stack)"
 check_eq "o2ctl status: pcmkd is the membership daemon" true "$(o2 1 --json status | jq -r .daemons.pcmkd)"
-check "pcmkd warns that fencing by pacemaker is not done" log_has 1 pcmkd "not safe for production"
+check "pcmkd warns that fencing = none is not safe" log_has 1 pcmkd "not safe for production"
 check "pcmkd -n accepts the pcmk configuration" \
     "$BUILD/pcmkd" -n -c "$(lc conf)" -t "$LOCALCLUSTER_DIR/node1/o2cb" --node node1
 sed 's/stack = pcmk/stack = o2cb/' "$(lc conf)" >"$FSD_DIR/o2cb.conf"
@@ -79,7 +79,7 @@ echo "-- kill -9 of node3: corosync, its daemons and fsd"
 killed=$(date +%s%N)
 check "kill node3" lc kill 3
 check "node1's pcmkd sees node3 leave corosync's membership" \
-    wait_for 20 log_has 1 pcmkd "node 3 down: gone from corosync's membership"
+    wait_for 20 log_has 1 pcmkd "node 3 down: gone from corosync's membership; not fenced"
 recovered() { lc log 1 fsd | grep -q "slot 2 recovered" || lc log 2 fsd | grep -q "slot 2 recovered"; }
 check "a survivor recovers node3's slot" wait_for 30 recovered
 echo "   (node3 killed to its slot recovered: $((($(date +%s%N) - killed) / 1000000)) ms)"

@@ -490,6 +490,44 @@ Test(clusterconf, stack_value)
 	    "\tstack = PCMK"), "conf:4:", "invalid stack 'PCMK'");
 }
 
+Test(clusterconf, pcmk_fencing_choice)
+{
+	cr_assert_eq(parse(LINES("cluster:", "\tname = alpha", "\tnode_count = 1",
+	    "\tstack = pcmk", "", NODE("n1", "1", "10.0.0.1", "7777"))), 0, "%s", err);
+	cr_assert_eq(cc.fencing, CC_PCMK_FENCING_UNSET, "unset: pcmkd refuses, the parser not");
+	cr_assert_eq(parse(LINES("cluster:", "\tname = alpha", "\tnode_count = 1",
+	    "\tstack = pcmk", "\tfencing = agent", "\tfence_agent = /usr/sbin/fence_x",
+	    "", NODE("n1", "1", "10.0.0.1", "7777"))), 0, "%s", err);
+	cr_assert_eq(cc.fencing, CC_PCMK_FENCING_AGENT);
+	cr_assert_str_eq(cc.fence_agent, "/usr/sbin/fence_x");
+	cr_assert_eq(nwarn, 0, "fencing and fence_agent are known keys: %s", lastwarn);
+	cr_assert_eq(parse(LINES("cluster:", "\tname = alpha", "\tnode_count = 1",
+	    "\tfencing = pacemaker", "\tstack = pcmk", "", NODE("n1", "1", "10.0.0.1",
+	    "7777"))), 0, "%s", err);
+	cr_assert_eq(cc.fencing, CC_PCMK_FENCING_PACEMAKER);
+	cr_assert_str_eq(cc.fence_agent, "");
+	cr_assert_eq(parse(LINES("cluster:", "\tname = alpha", "\tnode_count = 1",
+	    "\tstack = pcmk", "\tfencing = none", "", NODE("n1", "1", "10.0.0.1", "7777"))),
+	    0, "%s", err);
+	cr_assert_eq(cc.fencing, CC_PCMK_FENCING_NONE);
+	cr_assert_str_eq(cc_pcmk_fencing_name(CC_PCMK_FENCING_PACEMAKER), "pacemaker");
+}
+
+Test(clusterconf, pcmk_fencing_values)
+{
+	expect_error(LINES("cluster:", "\tname = a", "\tnode_count = 1", "\tstack = pcmk",
+	    "\tfencing = stonith"), "conf:5:",
+	    "invalid fencing 'stonith' (expected pacemaker, agent or none)");
+	expect_error(LINES("cluster:", "\tname = a", "\tnode_count = 1", "\tstack = pcmk",
+	    "\tfencing = agent"), "conf:5:", "fencing = agent needs fence_agent = PATH");
+	expect_error(LINES("cluster:", "\tname = a", "\tnode_count = 1", "\tstack = pcmk",
+	    "\tfencing = pacemaker", "\tfence_agent = /bin/true"), "conf:6:",
+	    "fence_agent is used only with fencing = agent");
+	expect_error(LINES("cluster:", "\tname = a", "\tnode_count = 1", "\tstack = pcmk",
+	    "\tfencing = agent", "\tfence_agent = fence_x"), "conf:6:",
+	    "fence_agent 'fence_x' must be an absolute path");
+}
+
 Test(clusterconf, duplicate_cluster)
 {
 	expect_error(LINES(CLUSTER("alpha", "1"), CLUSTER("alpha", "1")),
