@@ -92,6 +92,7 @@ on_stop(struct daemon *d, void *arg, int sig)
 	else {
 		log_info("signal %d: leaving the group", sig);
 		cs_leave(p);
+		runstate_drop(p);
 	}
 	daemon_stop_now(d);
 }
@@ -103,7 +104,7 @@ configured(struct pcmkd *p)
 
 	cs_check_nodes(p);
 	lease_open(p);
-	fencestore_load(p);
+	runstate_load(p);
 	api_start(p);
 	if (cs_join(p, err, sizeof(err)) == -1)
 		fatalx("%s", err);

@@ -194,9 +194,13 @@ int	state_writing_allowed(const struct pcmkd *);
 int	fenceexec_init(struct pcmkd *, const char *self_path, char *err, size_t errlen);
 void	fenceexec_update(struct pcmkd *);
 
-/* fencestore.c: the pending fences in <rundir>/pcmkd.fences, across restarts. */
-void	fencestore_save(const struct pcmkd *);
-void	fencestore_load(struct pcmkd *);
+/*
+ * runstate.c: the nodes up and the pending fences in <rundir>/pcmkd.state,
+ * across restarts; dropped when pcmkd leaves the group on purpose.
+ */
+void	runstate_save(const struct pcmkd *);
+void	runstate_load(struct pcmkd *);
+void	runstate_drop(const struct pcmkd *);
 
 /* nmdlink.c */
 void	nmdlink_start(struct pcmkd *, void (*configured)(struct pcmkd *));

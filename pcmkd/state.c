@@ -52,13 +52,14 @@ node_failed(struct pcmkd *p, unsigned node, const char *why)
 {
 	if (p->fencing == CC_PCMK_FENCING_NONE) {
 		log_warnx("node %u down: %s; not fenced (fencing = none)", node, why);
+		runstate_save(p);
 		api_node_event(p, 0, node, p->m.gen[node], why);
 		return;
 	}
 	log_warnx("node %u failed: %s; its journal and locks wait until it is fenced", node,
 	    why);
 	fence_begin(&p->fences, node, time(NULL), now_ms());
-	fencestore_save(p);
+	runstate_save(p);
 }
 
 void
@@ -79,7 +80,7 @@ state_update(struct pcmkd *p)
 		if (fence_pending(&p->fences, i)) {
 			if (!fence_take_confirmed(&p->fences, i, p->m.quorate))
 				continue;
-			fencestore_save(p);
+			runstate_save(p);
 			log_warnx("node %u down: fenced", i);
 			api_node_event(p, 0, i, p->m.gen[i],
 			    "gone from corosync's membership, and fenced");
@@ -87,10 +88,12 @@ state_update(struct pcmkd *p)
 		switch (pm_decide(&p->m, i, &why)) {
 		case PM_UP:
 			log_info("node %u up: %s", i, why);
+			runstate_save(p);
 			api_node_event(p, 1, i, p->m.gen[i], why);
 			break;
 		case PM_DOWN:
 			log_warnx("node %u down: %s", i, why);
+			runstate_save(p);
 			api_node_event(p, 0, i, p->m.gen[i], why);
 			break;
 		case PM_FAILED:

@@ -8,7 +8,9 @@
 # pending (status, heartbeat) and recover nothing; node1's pcmkd killed
 # and started again keeps the fence pending; then the agent succeeds,
 # node3's slot is recovered and written, and the agent's record names
-# node3. node3 comes back; node1's pcmkd starts again with fencing =
+# node3. node3 comes back. node3 dies again while node1's pcmkd is down:
+# the pcmkd started again knew node3 up and fences it too. node1's pcmkd
+# starts again with fencing =
 # pacemaker (pcmkd-stonith, a stand-in libstonithd). A partition 2|1:
 # node3 alone fences itself and asks no fence of anyone, the majority
 # fences it (node1 through pcmkd-stonith, node2 through the agent, which
@@ -99,6 +101,30 @@ check "node3 starts again" lc start 3
 check "node1 sees node3 up again" wait_for 20 live_is 1 "[1,2,3]"
 run_check "node3 mounts again" node_mount 3
 check_eq "node3 reads g" "$(printf 'from3\nfrom1')" "$(cat "${M[3]}/g")"
+
+echo "-- node3 dies while node1's pcmkd is down"
+# A pcmkd started again must know who was up: else it would never see
+# node3 fail, nor fence it, and the dlmd resubscribing to it would take
+# every node missing from its first answer for dead. node1 unmounts
+# first: its fsd would stop when the writers' lease ran out during the
+# seconds corosync takes to drop node3.
+check "node1 unmounts" lc umount 1
+kill -KILL "$(<"$LOCALCLUSTER_DIR/node1/pids/pcmkd.pid")"
+fenced_by1() { grep -c "^target node3 .* by [^ ]*-n1 try [0-9]* fenced\$" "$REQ" 2>/dev/null; }
+before1=$(fenced_by1)
+more_fenced_by1() { (($(fenced_by1) > before1)); }
+before=$(requests node3 fenced)
+check "kill node3 again" lc kill 3
+check "node2 fences it" wait_for 20 requests_n node3 fenced $((before + 1))
+check "node1's pcmkd starts again" lc start 1 pcmkd
+check "it knew node3 up, and fences it too" wait_for 20 more_fenced_by1
+check "node1 sees nodes 1 and 2 up" wait_for 20 live_is 1 "[1,2]"
+check "node3 starts again" lc start 3
+check "node1 sees node3 up again" wait_for 20 live_is 1 "[1,2,3]"
+for k in 1 3; do
+	run_check "node$k mounts again" node_mount "$k"
+done
+check "node1 writes node3's file" sh -c "echo again >>'${M[1]}/g' && sync '${M[1]}/g'"
 
 echo "-- node1's pcmkd on fencing = pacemaker, with a stand-in fencer"
 # pcmkd-stonith finds tests/helpers/fakestonithd.c as libstonithd.so.26;
