@@ -6,6 +6,12 @@
 # included, and fsd); the figure is the time from the kill until node1's
 # append to that file returns (it waits for node3's recovery). Medians
 # and maxima of --kills N kills per stack, and the ratio pcmk / o2cb.
+# pcmk fences through tests/integration/pcmk_fence_agent before recovery.
+# Before the kills, the DLM's EX ping-pong between node1 and node2 on each
+# stack (bench/dlmd's client; medians of 5 rounds): dlmd's messages go
+# over netd's links on both stacks, pcmk taking only membership, quorum
+# and fencing from corosync (doc/pcmk-stack.md says why). Both clusters
+# run in network namespaces (veth pairs), as corosync needs one each.
 #   bench/pcmk.sh [--kills N] [--token-ms MS]      (defaults 5 and 1000)
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,13 +19,10 @@ source "$TOP/tests/lib.sh"
 
 KILLS=5
 TOKEN_MS=1000
-while [[ $# -gt 0 ]]; do
-	case $1 in
-	--kills) KILLS=$2; shift 2 ;;
-	--token-ms) TOKEN_MS=$2; shift 2 ;;
-	*) echo "usage: bench/pcmk.sh [--kills N] [--token-ms MS]" >&2; exit 2 ;;
-	esac
-done
+source "$TOP/bench/options.inc"
+bench_options "bench/pcmk.sh [--kills N] [--token-ms MS]" kills token-ms -- "$@"
+DLMCLIENT=$BUILD/bench/dlmd
+[[ -x $DLMCLIENT ]] || { echo "pcmk bench: $DLMCLIENT missing (make bench builds it)"; exit 1; }
 if ! command -v corosync >/dev/null; then
 	echo "pcmk bench: corosync is not installed: nothing measured"
 	exit 0
@@ -27,6 +30,9 @@ fi
 
 export LOCALCLUSTER_DIR=/tmp/ocfs2-bench-pcmk-$$
 export LOCALCLUSTER_TOKEN_MS=$TOKEN_MS
+# fencing = agent: survivors recover only once the test's agent (a power
+# switch that kills the node's processes) confirms, as in production
+export LOCALCLUSTER_FENCE_AGENT=$TOP/tests/integration/pcmk_fence_agent
 source "$TOP/bench/lib.inc" pcmk
 
 # median and max (ms) of the numbers on stdin
@@ -39,6 +45,11 @@ deaths() {
 	lc up 3 "$@" >/dev/null || { echo "pcmk bench: $stack cluster did not come up"; return 1; }
 	m1=$(lc mount 1) || return 1
 	lc mount 2 >/dev/null || return 1
+	: >"$W/$stack.pp"
+	for ((i = 1; i <= 5; i++)); do
+		dlm_pingpong "$DLMCLIENT" 1000 -1 -1 >>"$W/$stack.pp" ||
+		    { echo "pcmk bench: DLM ping-pong failed on $stack"; return 1; }
+	done
 	: >"$W/$stack"
 	for ((i = 1; i <= KILLS; i++)); do
 		m3=$(lc mount 3 2>/dev/null) || return 1
@@ -52,7 +63,7 @@ deaths() {
 	lc down >/dev/null
 }
 
-deaths o2cb --hb-interval-ms 200 --dead-threshold 10 || exit 1
+deaths o2cb --netns --hb-interval-ms 200 --dead-threshold 10 || exit 1
 deaths pcmk --netns --stack pcmk || exit 1
 read -r om ox < <(stats <"$W/o2cb")
 read -r pm px < <(stats <"$W/pcmk")
@@ -60,3 +71,8 @@ echo "kill -9 of a node to a survivor's write to its file returning ($KILLS kill
 echo "  o2cb, heartbeat 200 ms x 10: median $om ms, max $ox ms"
 echo "  pcmk, corosync token $TOKEN_MS ms: median $pm ms, max $px ms"
 awk -v p="$pm" -v o="$om" 'BEGIN { printf "  pcmk / o2cb (medians): %.2f\n", p / o }'
+po=$(awk '{ print $1 }' "$W/o2cb.pp" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+pp=$(awk '{ print $1 }' "$W/pcmk.pp" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+echo "DLM EX ping-pong node1 <-> node2 (dlmd over netd on both stacks, median of 5 x 1000):"
+awk -v p="$pp" -v o="$po" 'BEGIN {
+	printf "  o2cb %.0f us, pcmk %.0f us a handoff: pcmk / o2cb %.2f\n", o, p, p / o }'
