@@ -3,8 +3,9 @@
  *
  * A lock resource keeps the level dlmd granted us after its last holder
  * on this node is gone; only another node's request, arriving as a BAST,
- * takes it down. The downconvert thread then waits until no holder here
- * conflicts and converts, calling the lock type's ops (struct
+ * takes it down, once the lock's minimum hold time is over (holdtime.c).
+ * The downconvert thread then waits until no holder here conflicts and
+ * converts, calling the lock type's ops (struct
  * fsd_lock_ops, each defined by the module that owns what the lock
  * guards) on the way: the flush of cached pages its needs_flush asks for
  * (by the flush thread), write_home and set_lvb when leaving EX, refresh
@@ -263,6 +264,15 @@ queue_downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	pthread_cond_signal(&g->dc_cv);
 }
 
+/* lr's held BAST is honoured now. glue->mtx held. */
+static void
+hold_honour(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	hold_end(g, lr);
+	lr->flags |= LR_BLOCKED;
+	queue_downconvert(g, lr);
+}
+
 static void
 dc_unqueue(struct fsd_glue *g, struct fsd_lockres *lr)
 {
@@ -348,6 +358,11 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			pthread_mutex_unlock(m);
 			return -EIO;
 		}
+		if (lr->flags & LR_HELD) {
+			/* another node waits for what we hold: it goes first */
+			hold_honour(g, lr);
+			continue;
+		}
 		request_wait(g, m, lr, level, (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL, lkf);
 		if (lr->status == ECANCELED)
 			continue;	/* gave way to another node, or interrupted */
@@ -365,6 +380,8 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 		lr->flags &= ~LR_LVB_FRESH;	/* this holder changes what it says */
 	} else
 		lr->ro++;
+	if (g != NULL)
+		hold_used(lr);
 	if (lr->flags & LR_FLUSHING)
 		lr->flush_passes++;
 	if (lr->flags & LR_REFRESH) {
@@ -442,6 +459,8 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 		lr->ex--;
 	else
 		lr->ro--;
+	if (fs->glue != NULL)
+		hold_used(lr);
 	if (fs->glue != NULL && (lr->flags & LR_BLOCKED) &&
 	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(fs->glue, lr);
@@ -483,6 +502,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 		}
 		if (ast->mode < lr->level)
 			__atomic_add_fetch(&lr->downconverts, 1, __ATOMIC_RELEASE);
+		else if (ast->mode > lr->level)
+			hold_granted(g, lr, hold_now_us());
 		lr->level = ast->mode;
 		lr->lockid = ast->lockid;
 	} else if (lr->level < 0)
@@ -513,8 +534,12 @@ on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
 	}
 	if (b->blocked > lr->blocking)
 		lr->blocking = b->blocked;
-	lr->flags |= LR_BLOCKED;
-	queue_downconvert(g, lr);
+	if (hold_bast(g, lr))
+		pthread_cond_signal(&g->dc_cv);		/* it watches the hold's end */
+	else {
+		lr->flags |= LR_BLOCKED;
+		queue_downconvert(g, lr);
+	}
 	pthread_mutex_unlock(&g->mtx);
 }
 
@@ -867,6 +892,8 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 	if (lr->status != 0)
 		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
 		    strerror(lr->status));
+	if (lr->status == 0 && lr->level < from)
+		hold_gave(lr);
 	/* a BAST for a higher level may have come meanwhile: it stays queued */
 	if (lr->level <= compat_level(lr->blocking)) {
 		lr->flags &= ~LR_BLOCKED;
@@ -888,6 +915,8 @@ drop_idle(struct fsd_glue *g)
 	struct fsd_lockres *lr = lockres_take_idle(fs);
 	uint8_t lvb[DLMC_LVB_LEN];
 	int has_lvb;
+
+	hold_forget(g, lr);
 
 	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
@@ -942,22 +971,64 @@ flush_overdue(struct fsd_glue *g)
 	return 1;
 }
 
+/*
+ * Honour the held BASTs whose hold is over. Else the realtime instant the
+ * next one ends, in *until (1), or 0 if none is held. glue->mtx held.
+ */
+static int
+holds_over(struct fsd_glue *g, struct timespec *until)
+{
+	struct fsd_lockres *lr;
+	uint64_t next, now;
+
+	while ((lr = hold_expired(g, &next)) != NULL)
+		hold_honour(g, lr);
+	if (next == 0)
+		return 0;
+	now = hold_now_us();
+	clock_gettime(CLOCK_REALTIME, until);
+	next = next > now ? next - now : 0;
+	until->tv_sec += (time_t)(next / 1000000u);
+	until->tv_nsec += (long)(next % 1000000u) * 1000;
+	if (until->tv_nsec >= 1000000000) {
+		until->tv_sec++;
+		until->tv_nsec -= 1000000000;
+	}
+	return 1;
+}
+
+static int
+ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 static void *
 downconvert_loop(void *arg)
 {
 	struct fsd_glue *g = arg;
 	struct fsd_lockres *lr;
+	struct timespec until;
+	int timed;
 
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
 		while (!flush_overdue(g) && g->dc_head == NULL && g->nidle <= g->idle_max &&
 		    !g->stopping) {
+			timed = holds_over(g, &until);
+			if (g->dc_head != NULL)
+				break;
 			if (g->fl_cur != NULL && ((g->fl_cur->flags & LR_FLUSHING) ||
-			    g->fl_head != NULL))
-				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &g->fl_deadline);
+			    g->fl_head != NULL) && (!timed || ts_before(&g->fl_deadline, &until))) {
+				until = g->fl_deadline;
+				timed = 1;
+			}
+			if (timed)
+				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &until);
 			else
 				pthread_cond_wait(&g->dc_cv, &g->mtx);
 		}
+		holds_over(g, &until);
 		if (g->dc_head == NULL) {
 			if (g->stopping)
 				break;
@@ -979,7 +1050,7 @@ downconvert_loop(void *arg)
 
 int
 glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock_cache,
-    char *err, size_t errlen)
+    unsigned hold_max_us, unsigned hold_min_us, char *err, size_t errlen)
 {
 	static const struct dlmc_callbacks cb = { on_ast, on_bast, on_domain_event };
 	struct dlmc_domain_info info;
@@ -988,6 +1059,8 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	g = xcalloc(1, sizeof(*g));
 	g->fs = fs;
 	g->idle_max = lock_cache;
+	g->hold_max_us = hold_max_us;
+	g->hold_min_us = hold_min_us;
 	snprintf(g->domain, sizeof(g->domain), "%s", domain);
 	pthread_mutex_init(&g->mtx, NULL);
 	pthread_mutex_init(&g->cmtx, NULL);
