@@ -253,6 +253,7 @@ SOAK_HANDOFF_TURNS ?= 600
 SOAK_HANDOFF_KILLS ?= 10
 SOAK_ALLOC_WORKERS ?= 11
 SOAK_ALLOC_SECONDS ?= 60
+SOAK_LOCK_HOLD	 ?= 200
 
 soak: all
 	@rc=0; \
@@ -295,6 +296,11 @@ soak: all
 	echo "== fsd_handoff: $(SOAK_HANDOFF_TURNS) turns, $(SOAK_HANDOFF_KILLS) kills of the writer"; \
 	FSD_HANDOFF_TURNS=$(SOAK_HANDOFF_TURNS) FSD_HANDOFF_KILLS=$(SOAK_HANDOFF_KILLS) \
 	    OCFS2_BUILD=$(BUILD) bash tests/integration/fsd_handoff.sh || rc=1; \
+	echo "== fsd_coherence, fsd_cluster, fsd_handoff, fsd_stale_names: the lock hold time pinned at $(SOAK_LOCK_HOLD) ms"; \
+	for t in fsd_coherence fsd_cluster fsd_handoff fsd_stale_names; do \
+		FSD_CLUSTER_OPTS=lock_hold=$(SOAK_LOCK_HOLD),lock_hold_min=$(SOAK_LOCK_HOLD) \
+		    OCFS2_BUILD=$(BUILD) bash tests/integration/$$t.sh || rc=1; \
+	done; \
 	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
 	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \
