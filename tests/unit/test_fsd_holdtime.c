@@ -1,0 +1,157 @@
+/*
+ * The minimum hold time's policy (fsd/holdtime.c, doc/lock-hold.md) on
+ * lock resources of its own, with the real clock: a BAST on a lock in
+ * use is held while its hold time runs and honoured once it is over, one
+ * on a lock idle for the idle gap is not held, a hold ends at once while
+ * a dead node waits for recovery or at unmount; the hold time grows when
+ * the lock is wanted again soon after a BAST took it, shrinks when a
+ * hold let nobody in or the lock was wanted again only late.
+ */
+#include <criterion/criterion.h>
+
+#include <string.h>
+#include <unistd.h>
+
+#include "fsd/fsd.h"
+#include "fsd/glue.h"
+#include "fsd/lockres.h"
+
+#define MAX_US	200000u		/* lock_hold's bound: what a loaded machine delays stays well inside */
+
+static struct fsd_glue g;
+static struct fsd_lockres lr;
+
+/* A META lock granted EX now, with this hold time. */
+static void
+granted(unsigned hold_us)
+{
+	memset(&g, 0, sizeof(g));
+	memset(&lr, 0, sizeof(lr));
+	g.hold_max_us = MAX_US;
+	lr.type = FSD_LOCK_META;
+	lr.level = LKM_EX;
+	lr.glue = &g;
+	lr.hold_us = hold_us;
+	hold_granted(&g, &lr, hold_now_us());
+}
+
+static void
+bast(void)
+{
+	lr.blocking = LKM_EX;
+}
+
+Test(holdtime, bast_on_a_lock_in_use_waits_out_its_hold)
+{
+	uint64_t next;
+
+	granted(MAX_US);
+	lr.ex = 1;		/* a holder has it */
+	bast();
+	cr_assert_eq(hold_bast(&g, &lr), 1);
+	cr_assert(lr.flags & LR_HELD);
+	cr_assert_eq(hold_expired(&g, &next), NULL, "honoured before its hold is over");
+	cr_assert_gt(next, hold_now_us());
+	cr_assert_leq(next, lr.granted_us + MAX_US);
+	hold_used(&lr);		/* holders still come in meanwhile, and count */
+	cr_assert_eq(lr.held_uses, 1);
+	usleep(MAX_US + 5000);
+	cr_assert_eq(hold_expired(&g, &next), &lr, "still held after its hold time");
+	hold_end(&g, &lr);
+	cr_assert_eq(lr.flags & LR_HELD, 0);
+	cr_assert_eq(g.hold_head, NULL);
+	cr_assert_eq(lr.hold_us, MAX_US, "a hold that let a holder in does not shrink");
+}
+
+Test(holdtime, idle_lock_goes_at_once)
+{
+	granted(MAX_US);
+	usleep(5000);		/* more than the idle gap (2 ms), no holder */
+	bast();
+	cr_assert_eq(hold_bast(&g, &lr), 0, "a lock nobody uses here is held");
+	cr_assert_eq(g.hold_head, NULL);
+}
+
+Test(holdtime, unused_hold_ends_after_the_idle_gap_and_shrinks)
+{
+	uint64_t next, t0;
+
+	granted(MAX_US);
+	hold_used(&lr);		/* a holder let go just now */
+	bast();
+	cr_assert_eq(hold_bast(&g, &lr), 1);
+	t0 = hold_now_us();
+	cr_assert_eq(hold_expired(&g, &next), NULL);
+	cr_assert_leq(next, t0 + 2000, "an idle lock is held beyond the idle gap");
+	usleep(3000);
+	cr_assert_eq(hold_expired(&g, &next), &lr);
+	hold_end(&g, &lr);
+	cr_assert_eq(lr.hold_us, MAX_US - MAX_US / 8, "a hold nobody used does not shrink");
+	hold_gave(&lr);
+	hold_granted(&g, &lr, hold_now_us());
+	cr_assert_eq(lr.hold_us, MAX_US - MAX_US / 8, "grew after a wasted hold");
+}
+
+Test(holdtime, regrant_soon_after_a_bast_grows_late_shrinks)
+{
+	granted(0);
+	hold_gave(&lr);
+	hold_granted(&g, &lr, hold_now_us());
+	cr_assert_eq(lr.hold_us, MAX_US / 4);
+	hold_gave(&lr);
+	hold_granted(&g, &lr, hold_now_us());
+	cr_assert_eq(lr.hold_us, MAX_US / 2);
+	hold_gave(&lr);
+	hold_granted(&g, &lr, lr.gave_us + 4 * (uint64_t)MAX_US + 20000 + 1);
+	cr_assert_eq(lr.hold_us, MAX_US / 2 - MAX_US / 8);
+	lr.hold_us = MAX_US;
+	hold_gave(&lr);
+	hold_granted(&g, &lr, hold_now_us());
+	cr_assert_eq(lr.hold_us, MAX_US, "beyond lock_hold");
+}
+
+Test(holdtime, shrinks_no_lower_than_lock_hold_min)
+{
+	granted(MAX_US / 2);
+	g.hold_min_us = MAX_US / 2;
+	hold_gave(&lr);
+	hold_granted(&g, &lr, lr.gave_us + 10 * (uint64_t)MAX_US);
+	cr_assert_eq(lr.hold_us, MAX_US / 2);
+}
+
+Test(holdtime, recovery_and_unmount_end_holds)
+{
+	uint64_t next;
+
+	granted(MAX_US);
+	lr.ex = 1;
+	bast();
+	cr_assert_eq(hold_bast(&g, &lr), 1);
+	g.ndead = 1;		/* a dead node's slot waits for recovery */
+	cr_assert_eq(hold_expired(&g, &next), &lr);
+	g.ndead = 0;
+	cr_assert_eq(hold_expired(&g, &next), NULL);
+	g.stopping = 1;
+	cr_assert_eq(hold_expired(&g, &next), &lr);
+	hold_forget(&g, &lr);
+	cr_assert_eq(g.hold_head, NULL);
+	g.stopping = 0;
+	g.ndead = 1;
+	lr.flags = 0;
+	cr_assert_eq(hold_bast(&g, &lr), 0, "held while recovery waits");
+}
+
+Test(holdtime, only_meta_locks_at_a_level_hold)
+{
+	granted(MAX_US);
+	lr.ex = 1;
+	bast();
+	lr.type = FSD_LOCK_OPEN;
+	cr_assert_eq(hold_bast(&g, &lr), 0);
+	lr.type = FSD_LOCK_META;
+	lr.flags = LR_BUSY;	/* our own request in flight: the downconvert withdraws it */
+	cr_assert_eq(hold_bast(&g, &lr), 0);
+	lr.flags = 0;
+	g.hold_max_us = 0;	/* lock_hold=0 */
+	cr_assert_eq(hold_bast(&g, &lr), 0);
+}
