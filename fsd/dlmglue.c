@@ -55,6 +55,8 @@ _Static_assert(LKM_NL == DLMC_NL && LKM_PR == DLMC_PR && LKM_EX == DLMC_EX, "o2d
 #define FLUSH_ROUNDS	3
 /* How long the downconvert waits for one flush (flush_overdue). */
 #define FLUSH_WAIT_MS	2000
+/* Downconverts handled in one pass (downconvert_batch). */
+#define DC_BATCH	32
 
 /* The highest level compatible with another node's request for `wanted`
  * (o2dlm's rule, which dlmfs follows too). */
@@ -220,14 +222,14 @@ send_cancel(struct fsd_glue *g, struct fsd_lockres *lr)
 }
 
 /*
- * Ask dlmd for level and wait for the answer (the Ast, or a refusal in
- * lr->status). Called and returns with m (the state mutex) held. With
- * LKF_INTR, lockres_interrupt() cancels the request (once dlmd has told
- * its id, for a new lock).
+ * Ask dlmd for level (request_start), and wait for the answer (the Ast,
+ * or a refusal in lr->status). Called and return with m (the state
+ * mutex) held. With LKF_INTR, lockres_interrupt() cancels the request
+ * (once dlmd has told its id, for a new lock).
  */
 static void
-request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
-    uint32_t flags, const uint8_t *lvb, unsigned lkf)
+request_start(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
+    uint32_t flags, const uint8_t *lvb)
 {
 	int attached = lr->level >= 0;
 	uint64_t lockid = lr->lockid;
@@ -240,6 +242,13 @@ request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int
 	pthread_mutex_unlock(m);
 	send_request(g, lr, level, attached, lockid, flags, lvb);
 	pthread_mutex_lock(m);
+}
+
+static void
+request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
+    uint32_t flags, const uint8_t *lvb, unsigned lkf)
+{
+	request_start(g, m, lr, level, flags, lvb);
 	while (lr->flags & LR_BUSY) {
 		if ((lkf & LKF_INTR) && (lr->flags & (LR_INTR | LR_CANCEL)) == LR_INTR &&
 		    lr->lockid != 0)
@@ -838,16 +847,25 @@ cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 	pthread_mutex_unlock(&g->mtx);
 }
 
-/* One pass over lr. glue->mtx held. */
-static void
-downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
+/* A downconvert of a batch (downconvert_batch). */
+struct dc_item {
+	struct fsd_lockres *lr;
+	int		 target, from, flushed, has_lvb;
+	uint8_t		 lvb[DLMC_LVB_LEN];
+};
+
+/*
+ * One look at lr: 1 if it may come down now, BUSY (which keeps lockers
+ * out while we write home and forget) and it in *it; else whatever it
+ * waits for will queue it again. glue->mtx held.
+ */
+static int
+downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it)
 {
-	struct fsd *fs = g->fs;
-	uint8_t lvb[DLMC_LVB_LEN];
-	int target, from, has_lvb, flushed;
+	int target;
 
 	if (!(lr->flags & LR_BLOCKED))
-		return;
+		return 0;
 	target = compat_level(lr->blocking);
 	if (lr->flags & LR_BUSY) {
 		/* our own upconvert would wait for the other node forever: withdraw it */
@@ -855,44 +873,62 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 			log_debug("lock %s: cancelling our request", lr->name);
 			send_cancel(g, lr);
 		}
-		return;		/* the Ast queues it again */
+		return 0;	/* the Ast queues it again */
 	}
 	if (lr->flags & LR_FLUSHING)
-		return;		/* flush_loop queues it again */
+		return 0;	/* flush_loop queues it again */
 	if (lr->level <= target) {
 		lr->flags &= ~(LR_BLOCKED | LR_FLUSHED);
 		lr->blocking = 0;
 		pthread_cond_broadcast(&lr->cv);
-		return;
+		return 0;
 	}
 	if (holders_conflict(lr, lr->blocking))
-		return;		/* the last conflicting unlock queues it again */
+		return 0;	/* the last conflicting unlock queues it again */
 	/* (not again while its last flush, given up on, is still under way, nor behind
 	   a flush stuck in the kernel) */
 	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr &&
 	    !flush_stuck(g)) {
 		queue_flush(g, lr);
-		return;
+		return 0;
 	}
-	flushed = (lr->flags & LR_FLUSHED) != 0;
-	lr->flags &= ~LR_FLUSHED;
-	/* BUSY keeps lockers out while we write home and forget */
-	from = lr->level;
-	lr->flags |= LR_BUSY;
-	pthread_mutex_unlock(&g->mtx);
-	has_lvb = from == LKM_EX && leave_ex(fs, lr, lvb);
-	if (target == LKM_NL) {
+	it->lr = lr;
+	it->target = target;
+	it->from = lr->level;
+	it->flushed = (lr->flags & LR_FLUSHED) != 0;
+	lr->flags = (lr->flags & ~LR_FLUSHED) | LR_BUSY;
+	return 1;
+}
+
+/*
+ * What lr's downconvert does before dlmd hears of it: write home and fill
+ * the value block when leaving EX, forget what it cached when going to
+ * NL. glue->mtx NOT held.
+ */
+static void
+downconvert_prepare(struct fsd_glue *g, struct dc_item *it)
+{
+	struct fsd_lockres *lr = it->lr;
+
+	it->has_lvb = it->from == LKM_EX && leave_ex(g->fs, lr, it->lvb);
+	if (it->target == LKM_NL) {
 		lr->flags &= ~LR_LVB_FRESH;
-		refresh(fs, lr);
-		if (lr->ops->invalidate != NULL && lr->owner != 0 && !flushed)
+		refresh(g->fs, lr);
+		if (lr->ops->invalidate != NULL && lr->owner != 0 && !it->flushed)
 			queue_inval(g, lr);
 	}
-	pthread_mutex_lock(&g->mtx);
-	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL, 0);
+}
+
+/* lr's downconvert is answered. glue->mtx held. */
+static void
+downconvert_end(struct dc_item *it)
+{
+	struct fsd_lockres *lr = it->lr;
+
 	if (lr->status != 0)
-		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
+		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, it->target,
 		    strerror(lr->status));
-	if (lr->status == 0 && lr->level < from)
+	else if (lr->level < it->from)
 		hold_gave(lr);
 	/* a BAST for a higher level may have come meanwhile: it stays queued */
 	if (lr->level <= compat_level(lr->blocking)) {
@@ -900,6 +936,43 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 		lr->blocking = 0;
 	}
 	pthread_cond_broadcast(&lr->cv);
+}
+
+/*
+ * Every lock queued for a downconvert, at most DC_BATCH, in one pass:
+ * each that may come down is written home, then all requests go to dlmd
+ * together and their answers are awaited together. The first write home
+ * commits and checkpoints the journal; the others then find their
+ * changes home already (journal_write_home) and cost no I/O: one
+ * commit and checkpoint for the batch, not one each. glue->mtx held.
+ */
+static void
+downconvert_batch(struct fsd_glue *g)
+{
+	struct dc_item items[DC_BATCH];
+	struct fsd_lockres *lr;
+	unsigned n = 0, i;
+
+	while (n < DC_BATCH && (lr = g->dc_head) != NULL) {
+		if ((g->dc_head = lr->dcnext) == NULL)
+			g->dc_tail = NULL;
+		lr->flags &= ~LR_QUEUED;
+		n += (unsigned)downconvert_begin(g, lr, &items[n]);
+	}
+	if (n == 0)
+		return;
+	pthread_mutex_unlock(&g->mtx);
+	for (i = 0; i < n; i++)
+		downconvert_prepare(g, &items[i]);
+	pthread_mutex_lock(&g->mtx);
+	for (i = 0; i < n; i++)
+		request_start(g, &g->mtx, items[i].lr, items[i].target, 0,
+		    items[i].has_lvb ? items[i].lvb : NULL);
+	for (i = 0; i < n; i++) {
+		while (items[i].lr->flags & LR_BUSY)
+			pthread_cond_wait(&items[i].lr->cv, &g->mtx);
+		downconvert_end(&items[i]);
+	}
 }
 
 /*
@@ -950,7 +1023,7 @@ flush_give_up(struct fsd_glue *g, struct fsd_lockres *lr)
  * down without it (see flush_loop); what it had not written back yet
  * reaches the other node at its next writeback. So do the locks queued
  * behind it: the flush thread may stay in the kernel for as long as a
- * lock they guard is not given up, and downconvert() queues no more
+ * lock they guard is not given up, and downconvert_begin() queues no more
  * meanwhile. glue->mtx held.
  */
 static int
@@ -1007,7 +1080,6 @@ static void *
 downconvert_loop(void *arg)
 {
 	struct fsd_glue *g = arg;
-	struct fsd_lockres *lr;
 	struct timespec until;
 	int timed;
 
@@ -1035,12 +1107,7 @@ downconvert_loop(void *arg)
 			drop_idle(g);
 			continue;
 		}
-		lr = g->dc_head;
-		g->dc_head = lr->dcnext;
-		if (g->dc_head == NULL)
-			g->dc_tail = NULL;
-		lr->flags &= ~LR_QUEUED;
-		downconvert(g, lr);
+		downconvert_batch(g);
 	}
 	pthread_mutex_unlock(&g->mtx);
 	return NULL;
