@@ -217,7 +217,8 @@ struct fsd_lockres {
 	uint64_t		 gave_us;	/* a BAST took it down, 0: not since its grant */
 	unsigned		 hold_us;	/* how long a BAST waits after a grant */
 	unsigned		 held_uses;	/* holders let in while a BAST waited */
-	int			 hold_wasted;	/* its last hold let no holder in */
+	unsigned		 hold_wastes;	/* holds in a row that let no holder in */
+	unsigned		 hold_skip;	/* soon re-grants before it grows again */
 };
 
 #define LKM_NL	0	/* dlm modes used (dlmapi.h values) */

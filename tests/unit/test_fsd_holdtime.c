@@ -72,11 +72,12 @@ Test(holdtime, idle_lock_goes_at_once)
 	cr_assert_eq(g.hold_head, NULL);
 }
 
-Test(holdtime, unused_hold_ends_after_the_idle_gap_and_shrinks)
+/* A BAST held right after a use, and honoured with no holder let in. */
+static void
+wasted_hold(void)
 {
 	uint64_t next, t0;
 
-	granted(MAX_US);
 	hold_used(&lr);		/* a holder let go just now */
 	bast();
 	cr_assert_eq(hold_bast(&g, &lr), 1);
@@ -86,10 +87,51 @@ Test(holdtime, unused_hold_ends_after_the_idle_gap_and_shrinks)
 	usleep(3000);
 	cr_assert_eq(hold_expired(&g, &next), &lr);
 	hold_end(&g, &lr);
-	cr_assert_eq(lr.hold_us, MAX_US - MAX_US / 8, "a hold nobody used does not shrink");
 	hold_gave(&lr);
+}
+
+/* Re-granted soon after the BAST: the hold time it has then. */
+static unsigned
+regrant(void)
+{
 	hold_granted(&g, &lr, hold_now_us());
-	cr_assert_eq(lr.hold_us, MAX_US - MAX_US / 8, "grew after a wasted hold");
+	return lr.hold_us;
+}
+
+Test(holdtime, wasted_holds_fall_back_and_back_off)
+{
+	unsigned i, n;
+
+	granted(MAX_US);
+	wasted_hold();
+	cr_assert_eq(lr.hold_us, 0, "a hold nobody used is kept");
+	/* 2 re-grants without growing, the third grows */
+	cr_assert_eq(regrant(), 0);
+	hold_gave(&lr);
+	cr_assert_eq(regrant(), 0);
+	hold_gave(&lr);
+	cr_assert_eq(regrant(), MAX_US / 4);
+	/* a second waste in a row: 4 re-grants before it grows */
+	wasted_hold();
+	cr_assert_eq(lr.hold_us, 0);
+	for (i = 0; i < 4; i++) {
+		cr_assert_eq(regrant(), 0, "grew after %u re-grants", i + 1);
+		hold_gave(&lr);
+	}
+	cr_assert_eq(regrant(), MAX_US / 4);
+	/* a useful hold ends the backoff: the next waste waits 2 again */
+	lr.ex = 1;
+	bast();
+	cr_assert_eq(hold_bast(&g, &lr), 1);
+	hold_used(&lr);
+	hold_end(&g, &lr);
+	lr.ex = 0;
+	hold_gave(&lr);
+	cr_assert_eq(regrant(), MAX_US / 2);
+	wasted_hold();
+	for (n = 0; n < 10 && regrant() == 0; n++)
+		hold_gave(&lr);
+	cr_assert_eq(n, 2, "grew after %u re-grants, not 3", n + 1);
 }
 
 Test(holdtime, regrant_soon_after_a_bast_grows_late_shrinks)
