@@ -17,9 +17,10 @@
  * BAST took it holds longer (up to the mount's lock_hold), one that
  * nobody here wanted soon after holds less (down to lock_hold_min). A
  * hold that let no holder in (a file written here and read there in
- * turns) falls back to lock_hold_min, and the lock grows again only after
- * twice as many re-grants as the last time: the other node waits for
- * nothing ever more rarely. Everything here runs under the state mutex.
+ * turns) shrinks it; two or more in a row send it back to lock_hold_min,
+ * and the lock grows again only after twice as many re-grants as the last
+ * time: the other node waits for nothing ever more rarely. Everything
+ * here runs under the state mutex.
  */
 #include <time.h>
 
@@ -27,7 +28,7 @@
 #include "lockres.h"
 
 /* Without a holder for this long (and at most the hold time) it goes. */
-#define HOLD_IDLE_MAX_US	2000u
+#define HOLD_IDLE_MAX_US	4000u
 /* Wasted holds in a row beyond which the re-grants to wait stop doubling. */
 #define HOLD_BACKOFF_MAX	6
 
@@ -80,10 +81,19 @@ hold_deadline(const struct fsd_lockres *lr)
 	return idle < held ? idle : held;
 }
 
+/* By lock_hold / 8, down to lock_hold_min. */
+static void
+hold_shrink(const struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	unsigned decr = g->hold_max_us / 8;
+
+	lr->hold_us = lr->hold_us > g->hold_min_us + decr ? lr->hold_us - decr : g->hold_min_us;
+}
+
 void
 hold_granted(struct fsd_glue *g, struct fsd_lockres *lr, uint64_t now)
 {
-	unsigned incr = g->hold_max_us / 4, decr = g->hold_max_us / 8;
+	unsigned incr = g->hold_max_us / 4;
 
 	if (lr->gave_us != 0 && now - lr->gave_us < regrant_window_us(g)) {
 		if (lr->hold_skip > 0)
@@ -92,8 +102,7 @@ hold_granted(struct fsd_glue *g, struct fsd_lockres *lr, uint64_t now)
 			lr->hold_us = lr->hold_us + incr < g->hold_max_us ?
 			    lr->hold_us + incr : g->hold_max_us;
 	} else if (lr->gave_us != 0)
-		lr->hold_us = lr->hold_us > g->hold_min_us + decr ?
-		    lr->hold_us - decr : g->hold_min_us;
+		hold_shrink(g, lr);
 	lr->gave_us = 0;
 	lr->granted_us = lr->used_us = now;
 }
@@ -141,11 +150,16 @@ hold_end(struct fsd_glue *g, struct fsd_lockres *lr)
 		lr->hold_wastes = 0;
 		return;
 	}
-	/* the other node waited for nothing */
-	lr->hold_us = g->hold_min_us;
+	/* the other node waited for nothing: once may be a pause between two
+	   bursts, twice in a row is a lock this node takes once per turn */
 	if (lr->hold_wastes < HOLD_BACKOFF_MAX)
 		lr->hold_wastes++;
-	lr->hold_skip = 1u << lr->hold_wastes;
+	if (lr->hold_wastes == 1) {
+		hold_shrink(g, lr);
+		return;
+	}
+	lr->hold_us = g->hold_min_us;
+	lr->hold_skip = 1u << (lr->hold_wastes - 1);
 }
 
 void
