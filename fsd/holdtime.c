@@ -16,11 +16,12 @@
  * Each lock tunes its own hold time: a lock asked for again soon after a
  * BAST took it holds longer (up to the mount's lock_hold), one that
  * nobody here wanted soon after holds less (down to lock_hold_min). A
- * hold that let no holder in (a file written here and read there in
- * turns) shrinks it; two or more in a row send it back to lock_hold_min,
- * and the lock grows again only after twice as many re-grants as the last
- * time: the other node waits for nothing ever more rarely. Everything
- * here runs under the state mutex.
+ * hold that let no holder in shrinks it. When the grant it ended had few
+ * uses (a file written here and read there in turns, not a pause within
+ * a burst of operations), two or more such holds in a row send it back to
+ * lock_hold_min, and the lock grows again only after twice as many
+ * re-grants as the last time: the other node waits for nothing ever more
+ * rarely. Everything here runs under the state mutex.
  */
 #include <time.h>
 
@@ -31,6 +32,8 @@
 #define HOLD_IDLE_MAX_US	4000u
 /* Wasted holds in a row beyond which the re-grants to wait stop doubling. */
 #define HOLD_BACKOFF_MAX	6
+/* Takes and releases by holders under one grant that make a burst. */
+#define HOLD_BURST_USES		16
 
 uint64_t
 hold_now_us(void)
@@ -104,6 +107,7 @@ hold_granted(struct fsd_glue *g, struct fsd_lockres *lr, uint64_t now)
 	} else if (lr->gave_us != 0)
 		hold_shrink(g, lr);
 	lr->gave_us = 0;
+	lr->grant_uses = 0;
 	lr->granted_us = lr->used_us = now;
 }
 
@@ -111,6 +115,7 @@ void
 hold_used(struct fsd_lockres *lr)
 {
 	lr->used_us = hold_now_us();
+	lr->grant_uses++;
 	if (lr->flags & LR_HELD)
 		lr->held_uses++;
 }
@@ -150,8 +155,14 @@ hold_end(struct fsd_glue *g, struct fsd_lockres *lr)
 		lr->hold_wastes = 0;
 		return;
 	}
-	/* the other node waited for nothing: once may be a pause between two
-	   bursts, twice in a row is a lock this node takes once per turn */
+	/* the other node waited for nothing: after a burst, or once, that may
+	   be a pause in this node's work; twice in a row after a few uses is a
+	   lock this node takes once per turn */
+	if (lr->grant_uses >= HOLD_BURST_USES) {
+		lr->hold_wastes = 0;
+		hold_shrink(g, lr);
+		return;
+	}
 	if (lr->hold_wastes < HOLD_BACKOFF_MAX)
 		lr->hold_wastes++;
 	if (lr->hold_wastes == 1) {

@@ -5,7 +5,8 @@
  * on a lock idle for the idle gap is not held, a hold ends at once while
  * a dead node waits for recovery or at unmount; the hold time grows when
  * the lock is wanted again soon after a BAST took it, shrinks when a
- * hold let nobody in or the lock was wanted again only late.
+ * hold let nobody in or the lock was wanted again only late, and backs
+ * off when holds let nobody in again and again after grants of few uses.
  */
 #include <criterion/criterion.h>
 
@@ -134,6 +135,20 @@ Test(holdtime, wasted_holds_fall_back_and_back_off)
 	wasted_hold();
 	cr_assert_eq(lr.hold_us, MAX_US / 2 - MAX_US / 8, "a first waste again sends it back");
 	cr_assert_eq(regrant(), MAX_US / 2 - MAX_US / 8 + MAX_US / 4);
+}
+
+Test(holdtime, wasted_hold_after_a_burst_only_shrinks)
+{
+	unsigned i;
+
+	granted(MAX_US);
+	wasted_hold();
+	cr_assert_eq(regrant(), MAX_US);
+	for (i = 0; i < 16; i++)
+		hold_used(&lr);	/* a burst of operations under this grant */
+	wasted_hold();		/* the second in a row, but after a burst: a pause */
+	cr_assert_eq(lr.hold_us, MAX_US - MAX_US / 8);
+	cr_assert_eq(regrant(), MAX_US, "a pause after a burst started the backoff");
 }
 
 Test(holdtime, regrant_soon_after_a_bast_grows_late_shrinks)
