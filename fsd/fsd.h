@@ -282,7 +282,7 @@ enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
 
 /* The minimum hold time of contended locks (holdtime.c): lock_hold's default and
  * bound (GFS2's GL_GLOCK_MAX_HOLD, HZ / 5). */
-#define LOCK_HOLD_DEFAULT_MS	20
+#define LOCK_HOLD_DEFAULT_MS	50
 #define LOCK_HOLD_MAX_MS	200
 
 /* The mount options (-o), as main.c parsed them; struct fsd keeps a copy. */

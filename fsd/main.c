@@ -38,7 +38,7 @@ usage(void)
 	fprintf(stderr, "usage: fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT\n"
 	    "  -o ro|rw, nocluster, node=N (slot map owner without a cluster, 0), commit=S (5),\n"
 	    "     link_wait=S (60), cache_blocks=N, lock_cache=N, threads=N,\n"
-	    "     lock_hold=MS (20, at most 200), lock_hold_min=MS (0),\n"
+	    "     lock_hold=MS (50, at most 200), lock_hold_min=MS (0),\n"
 	    "     relatime|noatime|strictatime, atime_quantum=S (60),\n"
 	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0, acl|noacl,\n"
 	    "     and FUSE mount options (allow_other, ...)\n");

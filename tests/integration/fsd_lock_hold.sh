@@ -34,15 +34,22 @@ remount() {
 
 # churn DIR1 DIR2 FILES TAG: the same directory through both nodes'
 # mounts; each node creates FILES names (open O_CREAT|O_EXCL, close),
-# then unlinks every other one, both at once. Prints the journal commits
-# both nodes made meanwhile.
+# then unlinks every other one, both at once (each starts once it sees
+# the other's start mark). Prints the journal commits both nodes made
+# meanwhile.
 churn() {
 	local c0 c1 rc=0 pids=() k
 	c0=$(($(commits 1) + $(commits 2)))
 	for k in 1 2; do
-		python3 - "${M[$k]}/shared" "n$k-$4" "$3" <<'PY' &
-import os, sys
-d, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+		python3 - "${M[$k]}/shared" "n$k-$4" "$3" "n$((3 - k))-$4" <<'PY' &
+import os, sys, time
+d, prefix, n, other = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+open(os.path.join(d, "start." + prefix), "w").close()
+end = time.time() + 60
+while not os.path.exists(os.path.join(d, "start." + other)):
+    if time.time() > end:
+        sys.exit("the other node never started")
+    time.sleep(0.001)
 for i in range(n):
     os.close(os.open(os.path.join(d, "%s.%d" % (prefix, i)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
 for i in range(0, n, 2):
@@ -61,7 +68,7 @@ names_seen() {
 	local want got
 	want=$( (for k in 1 2; do for ((i = 1; i < FILES; i += 2)); do echo "n$k-$2.$i"; done; done) |
 	    sort)
-	got=$(ls "${M[$1]}/shared" | grep -- "-$2\." | sort)
+	got=$(ls "${M[$1]}/shared" | grep -v '^start\.' | grep -- "-$2\." | sort)
 	[[ $want == "$got" ]]
 }
 
