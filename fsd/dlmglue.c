@@ -390,7 +390,7 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 	} else
 		lr->ro++;
 	if (g != NULL)
-		hold_used(lr);
+		hold_used(lr, 1);
 	if (lr->flags & LR_FLUSHING)
 		lr->flush_passes++;
 	if (lr->flags & LR_REFRESH) {
@@ -469,7 +469,7 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 	else
 		lr->ro--;
 	if (fs->glue != NULL)
-		hold_used(lr);
+		hold_used(lr, 0);
 	if (fs->glue != NULL && (lr->flags & LR_BLOCKED) &&
 	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(fs->glue, lr);

@@ -112,11 +112,12 @@ hold_granted(struct fsd_glue *g, struct fsd_lockres *lr, uint64_t now)
 }
 
 void
-hold_used(struct fsd_lockres *lr)
+hold_used(struct fsd_lockres *lr, int take)
 {
 	lr->used_us = hold_now_us();
 	lr->grant_uses++;
-	if (lr->flags & LR_HELD)
+	/* a holder that took it before the BAST and lets go now is no new use */
+	if (take && (lr->flags & LR_HELD))
 		lr->held_uses++;
 }
 

@@ -54,7 +54,9 @@ Test(holdtime, bast_on_a_lock_in_use_waits_out_its_hold)
 	cr_assert_eq(hold_expired(&g, &next), NULL, "honoured before its hold is over");
 	cr_assert_gt(next, hold_now_us());
 	cr_assert_leq(next, lr.granted_us + MAX_US);
-	hold_used(&lr);		/* holders still come in meanwhile, and count */
+	hold_used(&lr, 0);	/* the holder of before the BAST lets go: no new use */
+	cr_assert_eq(lr.held_uses, 0);
+	hold_used(&lr, 1);	/* holders still come in meanwhile, and count */
 	cr_assert_eq(lr.held_uses, 1);
 	usleep(MAX_US + 5000);
 	cr_assert_eq(hold_expired(&g, &next), &lr, "still held after its hold time");
@@ -79,7 +81,7 @@ wasted_hold(void)
 {
 	uint64_t next, t0;
 
-	hold_used(&lr);		/* a holder let go just now */
+	hold_used(&lr, 0);	/* a holder let go just now */
 	bast();
 	cr_assert_eq(hold_bast(&g, &lr), 1);
 	t0 = hold_now_us();
@@ -127,7 +129,7 @@ Test(holdtime, wasted_holds_fall_back_and_back_off)
 	lr.ex = 1;
 	bast();
 	cr_assert_eq(hold_bast(&g, &lr), 1);
-	hold_used(&lr);
+	hold_used(&lr, 1);
 	hold_end(&g, &lr);
 	lr.ex = 0;
 	hold_gave(&lr);
@@ -145,7 +147,7 @@ Test(holdtime, wasted_hold_after_a_burst_only_shrinks)
 	wasted_hold();
 	cr_assert_eq(regrant(), MAX_US);
 	for (i = 0; i < 16; i++)
-		hold_used(&lr);	/* a burst of operations under this grant */
+		hold_used(&lr, i % 2 == 0);	/* a burst of operations under this grant */
 	wasted_hold();		/* the second in a row, but after a burst: a pause */
 	cr_assert_eq(lr.hold_us, MAX_US - MAX_US / 8);
 	cr_assert_eq(regrant(), MAX_US, "a pause after a burst started the backoff");
