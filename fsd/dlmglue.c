@@ -468,8 +468,8 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 		lr->ex--;
 	else
 		lr->ro--;
-	if (fs->glue != NULL)
-		hold_used(lr, 0);
+	if (fs->glue != NULL && hold_used(lr, 0))
+		pthread_cond_signal(&fs->glue->dc_cv);
 	if (fs->glue != NULL && (lr->flags & LR_BLOCKED) &&
 	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(fs->glue, lr);

@@ -217,7 +217,7 @@ struct fsd_lockres {
 	uint64_t		 gave_us;	/* a BAST took it down, 0: not since its grant */
 	unsigned		 hold_us;	/* how long a BAST waits after a grant */
 	unsigned		 held_uses;	/* holders that came in while a BAST waited */
-	unsigned		 grant_uses;	/* holders' takes and releases since its grant */
+	unsigned		 grant_uses;	/* holders that took it since its grant */
 	unsigned		 hold_wastes;	/* holds in a row that let no holder in */
 	unsigned		 hold_skip;	/* soon re-grants before it grows again */
 };

@@ -32,8 +32,11 @@
 #define HOLD_IDLE_MAX_US	4000u
 /* Wasted holds in a row beyond which the re-grants to wait stop doubling. */
 #define HOLD_BACKOFF_MAX	6
-/* Takes and releases by holders under one grant that make a burst. */
-#define HOLD_BURST_USES		16
+/*
+ * Takes by holders under one grant that make a burst (a write and the
+ * kernel's requests around it take a file's lock a few times).
+ */
+#define HOLD_BURST_USES		32
 
 uint64_t
 hold_now_us(void)
@@ -111,14 +114,16 @@ hold_granted(struct fsd_glue *g, struct fsd_lockres *lr, uint64_t now)
 	lr->granted_us = lr->used_us = now;
 }
 
-void
+int
 hold_used(struct fsd_lockres *lr, int take)
 {
 	lr->used_us = hold_now_us();
+	if (!take)	/* one that took it before the BAST is no new use */
+		return (lr->flags & LR_HELD) && lr->ro + lr->ex == 0;
 	lr->grant_uses++;
-	/* a holder that took it before the BAST and lets go now is no new use */
-	if (take && (lr->flags & LR_HELD))
+	if (lr->flags & LR_HELD)
 		lr->held_uses++;
+	return 0;
 }
 
 int

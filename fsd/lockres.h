@@ -48,8 +48,12 @@ struct fsd_lockres *lockres_take_idle(struct fsd *fs);
 uint64_t hold_now_us(void);		/* the monotonic clock, us */
 /* lr rose to a higher level now: a re-grant soon after a BAST tunes its hold up. */
 void	 hold_granted(struct fsd_glue *g, struct fsd_lockres *lr, uint64_t now);
-/* A holder here took (take) or let go of lr. */
-void	 hold_used(struct fsd_lockres *lr, int take);
+/*
+ * A holder here took (take) or let go of lr (its count already down). 1:
+ * the last holder of a held lock let go, its hold may end sooner than the
+ * downconvert thread waits for (hold_expired).
+ */
+int	 hold_used(struct fsd_lockres *lr, int take);
 /* A BAST on lr (blocking set): 1 if it waits for lr's hold (LR_HELD, on the hold list). */
 int	 hold_bast(struct fsd_glue *g, struct fsd_lockres *lr);
 /* lr's held BAST is honoured now (off the hold list); a hold nobody used shrinks. */

@@ -54,6 +54,15 @@ Test(holdtime, bast_on_a_lock_in_use_waits_out_its_hold)
 	cr_assert_eq(hold_expired(&g, &next), NULL, "honoured before its hold is over");
 	cr_assert_gt(next, hold_now_us());
 	cr_assert_leq(next, lr.granted_us + MAX_US);
+	cr_assert_eq(hold_used(&lr, 1), 0);
+	lr.ex = 1;
+	cr_assert_eq(hold_used(&lr, 0), 0, "a release that leaves a holder wakes the downconvert");
+	lr.ex = 0;
+	cr_assert_eq(hold_used(&lr, 0), 1, "the last release of a held lock does not end its wait");
+	cr_assert_eq(hold_expired(&g, &next), NULL);
+	cr_assert_leq(next, hold_now_us() + 4000, "no holder left, yet held past the idle gap");
+	lr.ex = 1;
+	lr.held_uses = 0;
 	hold_used(&lr, 0);	/* the holder of before the BAST lets go: no new use */
 	cr_assert_eq(lr.held_uses, 0);
 	hold_used(&lr, 1);	/* holders still come in meanwhile, and count */
@@ -146,8 +155,8 @@ Test(holdtime, wasted_hold_after_a_burst_only_shrinks)
 	granted(MAX_US);
 	wasted_hold();
 	cr_assert_eq(regrant(), MAX_US);
-	for (i = 0; i < 16; i++)
-		hold_used(&lr, i % 2 == 0);	/* a burst of operations under this grant */
+	for (i = 0; i < 32; i++)
+		hold_used(&lr, 1);	/* a burst of operations under this grant */
 	wasted_hold();		/* the second in a row, but after a burst: a pause */
 	cr_assert_eq(lr.hold_us, MAX_US - MAX_US / 8);
 	cr_assert_eq(regrant(), MAX_US, "a pause after a burst started the backoff");
