@@ -265,6 +265,7 @@ SOAK_HANDOFF_KILLS ?= 10
 SOAK_HANDOFF_ROUNDS ?= 1000
 SOAK_ALLOC_WORKERS ?= 11
 SOAK_ALLOC_SECONDS ?= 60
+SOAK_LOCK_HOLD	 ?= 200
 
 soak: all
 	@rc=0; \
@@ -310,6 +311,11 @@ soak: all
 	echo "== fsd_handoff_rounds: $(SOAK_HANDOFF_ROUNDS) write/read rounds"; \
 	FSD_HANDOFF_ROUNDS=$(SOAK_HANDOFF_ROUNDS) OCFS2_BUILD=$(BUILD) \
 	    bash tests/integration/fsd_handoff_rounds.sh || rc=1; \
+	echo "== fsd_coherence, fsd_cluster, fsd_handoff, fsd_stale_names: the lock hold time pinned at $(SOAK_LOCK_HOLD) ms"; \
+	for t in fsd_coherence fsd_cluster fsd_handoff fsd_stale_names; do \
+		FSD_CLUSTER_OPTS=lock_hold=$(SOAK_LOCK_HOLD),lock_hold_min=$(SOAK_LOCK_HOLD) \
+		    OCFS2_BUILD=$(BUILD) bash tests/integration/$$t.sh || rc=1; \
+	done; \
 	echo "== fuzz: $(SOAK_FUZZ_RUNS) executions of each harness"; \
 	$(MAKE) -j$(JOBS) FUZZ=1 BUILD=$(FUZZ_BUILD) fuzz-bins && \
 	    tests/fuzz/run --build $(FUZZ_BUILD) --runs $(SOAK_FUZZ_RUNS) || rc=1; \

@@ -51,6 +51,7 @@ glue_node_down(struct fsd_glue *g, unsigned node)
 		g->ndead++;
 	}
 	pthread_cond_broadcast(&g->reco_cv);
+	pthread_cond_signal(&g->dc_cv);		/* held BASTs are honoured now (holdtime.c) */
 	pthread_mutex_unlock(&g->mtx);
 }
 

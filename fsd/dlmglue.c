@@ -3,8 +3,9 @@
  *
  * A lock resource keeps the level dlmd granted us after its last holder
  * on this node is gone; only another node's request, arriving as a BAST,
- * takes it down. The downconvert thread then waits until no holder here
- * conflicts and converts, calling the lock type's ops (struct
+ * takes it down, once the lock's minimum hold time is over (holdtime.c).
+ * The downconvert thread then waits until no holder here conflicts and
+ * converts, calling the lock type's ops (struct
  * fsd_lock_ops, each defined by the module that owns what the lock
  * guards) on the way: the flush of cached pages its needs_flush asks for
  * (by the flush thread), write_home and set_lvb when leaving EX, refresh
@@ -54,6 +55,8 @@ _Static_assert(LKM_NL == DLMC_NL && LKM_PR == DLMC_PR && LKM_EX == DLMC_EX, "o2d
 #define FLUSH_ROUNDS	3
 /* How long the downconvert waits for one flush (flush_overdue). */
 #define FLUSH_WAIT_MS	2000
+/* Downconverts handled in one pass (downconvert_batch). */
+#define DC_BATCH	32
 
 /* The highest level compatible with another node's request for `wanted`
  * (o2dlm's rule, which dlmfs follows too). */
@@ -219,14 +222,14 @@ send_cancel(struct fsd_glue *g, struct fsd_lockres *lr)
 }
 
 /*
- * Ask dlmd for level and wait for the answer (the Ast, or a refusal in
- * lr->status). Called and returns with m (the state mutex) held. With
- * LKF_INTR, lockres_interrupt() cancels the request (once dlmd has told
- * its id, for a new lock).
+ * Ask dlmd for level (request_start), and wait for the answer (the Ast,
+ * or a refusal in lr->status). Called and return with m (the state
+ * mutex) held. With LKF_INTR, lockres_interrupt() cancels the request
+ * (once dlmd has told its id, for a new lock).
  */
 static void
-request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
-    uint32_t flags, const uint8_t *lvb, unsigned lkf)
+request_start(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
+    uint32_t flags, const uint8_t *lvb)
 {
 	int attached = lr->level >= 0;
 	uint64_t lockid = lr->lockid;
@@ -241,6 +244,13 @@ request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int
 	pthread_mutex_unlock(m);
 	send_request(g, lr, level, attached, lockid, flags, lvb);
 	pthread_mutex_lock(m);
+}
+
+static void
+request_wait(struct fsd_glue *g, pthread_mutex_t *m, struct fsd_lockres *lr, int level,
+    uint32_t flags, const uint8_t *lvb, unsigned lkf)
+{
+	request_start(g, m, lr, level, flags, lvb);
 	while (lr->flags & LR_BUSY) {
 		if ((lkf & LKF_INTR) && (lr->flags & (LR_INTR | LR_CANCEL)) == LR_INTR &&
 		    lr->lockid != 0)
@@ -263,6 +273,15 @@ queue_downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 		g->dc_head = lr;
 	g->dc_tail = lr;
 	pthread_cond_signal(&g->dc_cv);
+}
+
+/* lr's held BAST is honoured now. glue->mtx held. */
+static void
+hold_honour(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	hold_end(g, lr);
+	lr->flags |= LR_BLOCKED;
+	queue_downconvert(g, lr);
 }
 
 static void
@@ -350,6 +369,11 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 			pthread_mutex_unlock(m);
 			return -EIO;
 		}
+		if (lr->flags & LR_HELD) {
+			/* another node waits for what we hold: it goes first */
+			hold_honour(g, lr);
+			continue;
+		}
 		request_wait(g, m, lr, level, (lkf & LKF_TRY) ? DLMC_F_NOQUEUE : 0, NULL, lkf);
 		if (lr->status == ECANCELED)
 			continue;	/* gave way to another node, or interrupted */
@@ -367,6 +391,8 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 		lr->flags &= ~LR_LVB_FRESH;	/* this holder changes what it says */
 	} else
 		lr->ro++;
+	if (g != NULL)
+		hold_used(lr, 1);
 	if (lr->flags & LR_FLUSHING)
 		lr->flush_passes++;
 	if (lr->flags & LR_REFRESH) {
@@ -458,6 +484,8 @@ lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level)
 		lr->ex--;
 	else
 		lr->ro--;
+	if (fs->glue != NULL && hold_used(lr, 0))
+		pthread_cond_signal(&fs->glue->dc_cv);
 	if (fs->glue != NULL && (lr->flags & LR_BLOCKED) &&
 	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(fs->glue, lr);
@@ -499,6 +527,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 		}
 		if (ast->mode < lr->level)
 			__atomic_add_fetch(&lr->downconverts, 1, __ATOMIC_RELEASE);
+		else if (ast->mode > lr->level)
+			hold_granted(g, lr, hold_now_us());
 		lr->level = ast->mode;
 		lr->lockid = ast->lockid;
 	} else if (lr->level < 0)
@@ -529,8 +559,12 @@ on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
 	}
 	if (b->blocked > lr->blocking)
 		lr->blocking = b->blocked;
-	lr->flags |= LR_BLOCKED;
-	queue_downconvert(g, lr);
+	if (hold_bast(g, lr))
+		pthread_cond_signal(&g->dc_cv);		/* it watches the hold's end */
+	else {
+		lr->flags |= LR_BLOCKED;
+		queue_downconvert(g, lr);
+	}
 	pthread_mutex_unlock(&g->mtx);
 }
 
@@ -829,16 +863,25 @@ cancel_reply(struct dlmc *dc, int status, uint64_t lockid, void *arg)
 	pthread_mutex_unlock(&g->mtx);
 }
 
-/* One pass over lr. glue->mtx held. */
-static void
-downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
+/* A downconvert of a batch (downconvert_batch). */
+struct dc_item {
+	struct fsd_lockres *lr;
+	int		 target, from, flushed, has_lvb;
+	uint8_t		 lvb[DLMC_LVB_LEN];
+};
+
+/*
+ * One look at lr: 1 if it may come down now, BUSY (which keeps lockers
+ * out while we write home and forget) and it in *it; else whatever it
+ * waits for will queue it again. glue->mtx held.
+ */
+static int
+downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it)
 {
-	struct fsd *fs = g->fs;
-	uint8_t lvb[DLMC_LVB_LEN];
-	int target, from, has_lvb, flushed;
+	int target;
 
 	if (!(lr->flags & LR_BLOCKED))
-		return;
+		return 0;
 	target = compat_level(lr->blocking);
 	if (lr->flags & LR_BUSY) {
 		/* our own upconvert would wait for the other node forever: withdraw it */
@@ -846,49 +889,106 @@ downconvert(struct fsd_glue *g, struct fsd_lockres *lr)
 			log_debug("lock %s: cancelling our request", lr->name);
 			send_cancel(g, lr);
 		}
-		return;		/* the Ast queues it again */
+		return 0;	/* the Ast queues it again */
 	}
 	if (lr->flags & LR_FLUSHING)
-		return;		/* flush_loop queues it again */
+		return 0;	/* flush_loop queues it again */
 	if (lr->level <= target) {
 		lr->flags &= ~(LR_BLOCKED | LR_FLUSHED);
 		lr->blocking = 0;
 		pthread_cond_broadcast(&lr->cv);
-		return;
+		return 0;
 	}
 	if (holders_conflict(lr, lr->blocking))
-		return;		/* the last conflicting unlock queues it again */
+		return 0;	/* the last conflicting unlock queues it again */
 	/* (not again while its last flush, given up on, is still under way, nor behind
 	   a flush stuck in the kernel) */
 	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr &&
 	    !flush_stuck(g)) {
 		queue_flush(g, lr);
-		return;
+		return 0;
 	}
-	flushed = (lr->flags & LR_FLUSHED) != 0;
-	lr->flags &= ~LR_FLUSHED;
-	/* BUSY keeps lockers out while we write home and forget */
-	from = lr->level;
-	lr->flags |= LR_BUSY;
-	pthread_mutex_unlock(&g->mtx);
-	has_lvb = from == LKM_EX && leave_ex(fs, lr, lvb);
-	if (target == LKM_NL) {
+	it->lr = lr;
+	it->target = target;
+	it->from = lr->level;
+	it->flushed = (lr->flags & LR_FLUSHED) != 0;
+	lr->flags = (lr->flags & ~LR_FLUSHED) | LR_BUSY;
+	return 1;
+}
+
+/*
+ * What lr's downconvert does before dlmd hears of it: write home and fill
+ * the value block when leaving EX, forget what it cached when going to
+ * NL. glue->mtx NOT held.
+ */
+static void
+downconvert_prepare(struct fsd_glue *g, struct dc_item *it)
+{
+	struct fsd_lockres *lr = it->lr;
+
+	it->has_lvb = it->from == LKM_EX && leave_ex(g->fs, lr, it->lvb);
+	if (it->target == LKM_NL) {
 		lr->flags &= ~LR_LVB_FRESH;
-		refresh(fs, lr);
-		if (lr->ops->invalidate != NULL && lr->owner != 0 && !flushed)
+		refresh(g->fs, lr);
+		if (lr->ops->invalidate != NULL && lr->owner != 0 && !it->flushed)
 			queue_inval(g, lr);
 	}
-	pthread_mutex_lock(&g->mtx);
-	request_wait(g, &g->mtx, lr, target, 0, has_lvb ? lvb : NULL, 0);
+}
+
+/* lr's downconvert is answered. glue->mtx held. */
+static void
+downconvert_end(struct dc_item *it)
+{
+	struct fsd_lockres *lr = it->lr;
+
 	if (lr->status != 0)
-		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, target,
+		log_warnx("lock %s: downconvert to %d failed: %s", lr->name, it->target,
 		    strerror(lr->status));
+	else if (lr->level < it->from)
+		hold_gave(lr);
 	/* a BAST for a higher level may have come meanwhile: it stays queued */
 	if (lr->level <= compat_level(lr->blocking)) {
 		lr->flags &= ~LR_BLOCKED;
 		lr->blocking = 0;
 	}
 	pthread_cond_broadcast(&lr->cv);
+}
+
+/*
+ * Every lock queued for a downconvert, at most DC_BATCH, in one pass:
+ * each that may come down is written home, then all requests go to dlmd
+ * together and their answers are awaited together. The first write home
+ * commits and checkpoints the journal; the others then find their
+ * changes home already (journal_write_home) and cost no I/O: one
+ * commit and checkpoint for the batch, not one each. glue->mtx held.
+ */
+static void
+downconvert_batch(struct fsd_glue *g)
+{
+	struct dc_item items[DC_BATCH];
+	struct fsd_lockres *lr;
+	unsigned n = 0, i;
+
+	while (n < DC_BATCH && (lr = g->dc_head) != NULL) {
+		if ((g->dc_head = lr->dcnext) == NULL)
+			g->dc_tail = NULL;
+		lr->flags &= ~LR_QUEUED;
+		n += (unsigned)downconvert_begin(g, lr, &items[n]);
+	}
+	if (n == 0)
+		return;
+	pthread_mutex_unlock(&g->mtx);
+	for (i = 0; i < n; i++)
+		downconvert_prepare(g, &items[i]);
+	pthread_mutex_lock(&g->mtx);
+	for (i = 0; i < n; i++)
+		request_start(g, &g->mtx, items[i].lr, items[i].target, 0,
+		    items[i].has_lvb ? items[i].lvb : NULL);
+	for (i = 0; i < n; i++) {
+		while (items[i].lr->flags & LR_BUSY)
+			pthread_cond_wait(&items[i].lr->cv, &g->mtx);
+		downconvert_end(&items[i]);
+	}
 }
 
 /*
@@ -904,6 +1004,8 @@ drop_idle(struct fsd_glue *g)
 	struct fsd_lockres *lr = lockres_take_idle(fs);
 	uint8_t lvb[DLMC_LVB_LEN];
 	int has_lvb;
+
+	hold_forget(g, lr);
 
 	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
@@ -937,7 +1039,7 @@ flush_give_up(struct fsd_glue *g, struct fsd_lockres *lr)
  * down without it (see flush_loop); what it had not written back yet
  * reaches the other node at its next writeback. So do the locks queued
  * behind it: the flush thread may stay in the kernel for as long as a
- * lock they guard is not given up, and downconvert() queues no more
+ * lock they guard is not given up, and downconvert_begin() queues no more
  * meanwhile. glue->mtx held.
  */
 static int
@@ -958,34 +1060,70 @@ flush_overdue(struct fsd_glue *g)
 	return 1;
 }
 
+/*
+ * Honour the held BASTs whose hold is over. Else the realtime instant the
+ * next one ends, in *until (1), or 0 if none is held. glue->mtx held.
+ */
+static int
+holds_over(struct fsd_glue *g, struct timespec *until)
+{
+	struct fsd_lockres *lr;
+	uint64_t next, now;
+
+	while ((lr = hold_expired(g, &next)) != NULL)
+		hold_honour(g, lr);
+	if (next == 0)
+		return 0;
+	now = hold_now_us();
+	clock_gettime(CLOCK_REALTIME, until);
+	next = next > now ? next - now : 0;
+	until->tv_sec += (time_t)(next / 1000000u);
+	until->tv_nsec += (long)(next % 1000000u) * 1000;
+	if (until->tv_nsec >= 1000000000) {
+		until->tv_sec++;
+		until->tv_nsec -= 1000000000;
+	}
+	return 1;
+}
+
+static int
+ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 static void *
 downconvert_loop(void *arg)
 {
 	struct fsd_glue *g = arg;
-	struct fsd_lockres *lr;
+	struct timespec until;
+	int timed;
 
 	pthread_mutex_lock(&g->mtx);
 	for (;;) {
 		while (!flush_overdue(g) && g->dc_head == NULL && g->nidle <= g->idle_max &&
 		    !g->stopping) {
+			timed = holds_over(g, &until);
+			if (g->dc_head != NULL)
+				break;
 			if (g->fl_cur != NULL && ((g->fl_cur->flags & LR_FLUSHING) ||
-			    g->fl_head != NULL))
-				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &g->fl_deadline);
+			    g->fl_head != NULL) && (!timed || ts_before(&g->fl_deadline, &until))) {
+				until = g->fl_deadline;
+				timed = 1;
+			}
+			if (timed)
+				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &until);
 			else
 				pthread_cond_wait(&g->dc_cv, &g->mtx);
 		}
+		holds_over(g, &until);
 		if (g->dc_head == NULL) {
 			if (g->stopping)
 				break;
 			drop_idle(g);
 			continue;
 		}
-		lr = g->dc_head;
-		g->dc_head = lr->dcnext;
-		if (g->dc_head == NULL)
-			g->dc_tail = NULL;
-		lr->flags &= ~LR_QUEUED;
-		downconvert(g, lr);
+		downconvert_batch(g);
 	}
 	pthread_mutex_unlock(&g->mtx);
 	return NULL;
@@ -995,7 +1133,7 @@ downconvert_loop(void *arg)
 
 int
 glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock_cache,
-    char *err, size_t errlen)
+    unsigned hold_max_us, unsigned hold_min_us, char *err, size_t errlen)
 {
 	static const struct dlmc_callbacks cb = { on_ast, on_bast, on_domain_event };
 	struct dlmc_domain_info info;
@@ -1004,6 +1142,8 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	g = xcalloc(1, sizeof(*g));
 	g->fs = fs;
 	g->idle_max = lock_cache;
+	g->hold_max_us = hold_max_us;
+	g->hold_min_us = hold_min_us;
 	snprintf(g->domain, sizeof(g->domain), "%s", domain);
 	pthread_mutex_init(&g->mtx, NULL);
 	pthread_mutex_init(&g->cmtx, NULL);

@@ -210,6 +210,16 @@ struct fsd_lockres {
 	/* the last transaction a handle holding it EX changed blocks in (journal.c,
 	   under the journal's mutex); 0: none */
 	uint64_t		 jtxn;
+	/* the minimum hold time (holdtime.c), monotonic us, under the state mutex */
+	struct fsd_lockres	*hold_next;	/* glue's list of held BASTs */
+	uint64_t		 granted_us;	/* it last rose to a higher level */
+	uint64_t		 used_us;	/* a holder here last took or let go of it */
+	uint64_t		 gave_us;	/* a BAST took it down, 0: not since its grant */
+	unsigned		 hold_us;	/* how long a BAST waits after a grant */
+	unsigned		 held_uses;	/* holders that came in while a BAST waited */
+	unsigned		 grant_uses;	/* holders that took it since its grant */
+	unsigned		 hold_wastes;	/* holds in a row that let no holder in */
+	unsigned		 hold_skip;	/* soon re-grants before it grows again */
 };
 
 #define LKM_NL	0	/* dlm modes used (dlmapi.h values) */
@@ -270,11 +280,18 @@ fsd_deadline(clockid_t clk, unsigned ms, struct timespec *ts)
 /* When reads update atime. */
 enum fsd_atime { FSD_RELATIME = 0, FSD_NOATIME, FSD_STRICTATIME };
 
+/* The minimum hold time of contended locks (holdtime.c): lock_hold's default and
+ * bound (GFS2's GL_GLOCK_MAX_HOLD, HZ / 5). */
+#define LOCK_HOLD_DEFAULT_MS	50
+#define LOCK_HOLD_MAX_MS	200
+
 /* The mount options (-o), as main.c parsed them; struct fsd keeps a copy. */
 struct fsd_mount_opts {
 	int		 readonly;
 	unsigned	 cache_blocks;		/* 0: cache_default_blocks() */
 	unsigned	 lock_cache;		/* idle cluster locks kept cached */
+	unsigned	 lock_hold_us;		/* the longest minimum hold (holdtime.c), 0: none */
+	unsigned	 lock_hold_min_us;	/* ... and the shortest */
 	unsigned	 node_num;
 	unsigned	 commit_ms;		/* 0: the default, 5 s as jbd2 */
 	unsigned	 orphan_scan_ms;	/* 0: the default, 300 s as ocfs2 */

@@ -39,6 +39,9 @@ struct fsd_glue {
 	   beyond idle_max the downconvert thread takes their locks out of dlmd */
 	struct fsd_lockres *idle_head, *idle_tail;
 	unsigned	 nidle, idle_max;
+	/* BASTs waiting for their lock's hold time to end (holdtime.c) */
+	struct fsd_lockres *hold_head;
+	unsigned	 hold_max_us, hold_min_us;
 	pthread_cond_t	 dc_cv;
 	pthread_mutex_t	 iv_mtx;		/* inval queue */
 	pthread_cond_t	 iv_cv;
@@ -75,9 +78,12 @@ struct fsd_glue {
 };
 
 /* dlmglue.c */
-/* Join domain; lock_cache: idle lock resources kept (their locks cached). */
+/*
+ * Join domain; lock_cache: idle lock resources kept (their locks cached);
+ * hold_max_us, hold_min_us: the bounds of the locks' minimum hold times.
+ */
 int	 glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock_cache,
-	    char *err, size_t errlen);
+	    unsigned hold_max_us, unsigned hold_min_us, char *err, size_t errlen);
 /* Leave the domain (after unmount work), stop the threads. */
 void	 glue_stop(struct fsd *fs);
 /*

@@ -90,6 +90,7 @@ lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_t 
 	lr->owner = owner;
 	lr->glue = fs->glue;
 	lr->level = fs->glue != NULL ? -1 : LKM_EX;
+	lr->hold_us = fs->glue != NULL ? fs->glue->hold_min_us : 0;
 	pthread_cond_init(&lr->cv, NULL);
 	return lr;
 }

@@ -26,6 +26,7 @@
 #define LR_INTR		0x400	/* lockres_interrupt(): an LKF_INTR wait gives up */
 #define LR_FLUSHING	0x800	/* on the flush queue or flushing (flush_loop) */
 #define LR_FLUSHED	0x1000	/* flushed: the downconvert goes on */
+#define LR_HELD		0x2000	/* a BAST waits for the hold time to end (holdtime.c) */
 
 /*
  * The mutex over every lock resource's state: the glue's, or one for the
@@ -39,5 +40,33 @@ struct fsd_lockres *lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint6
 void	 lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr);
 /* The oldest idle resource, out of the table and the idle list (glue->mtx held). */
 struct fsd_lockres *lockres_take_idle(struct fsd *fs);
+
+/*
+ * holdtime.c: the minimum hold time before a BAST is honoured. glue->mtx
+ * held for all but hold_now_us.
+ */
+uint64_t hold_now_us(void);		/* the monotonic clock, us */
+/* lr rose to a higher level now: a re-grant soon after a BAST tunes its hold up. */
+void	 hold_granted(struct fsd_glue *g, struct fsd_lockres *lr, uint64_t now);
+/*
+ * A holder here took (take) or let go of lr (its count already down). 1:
+ * the last holder of a held lock let go, its hold may end sooner than the
+ * downconvert thread waits for (hold_expired).
+ */
+int	 hold_used(struct fsd_lockres *lr, int take);
+/* A BAST on lr (blocking set): 1 if it waits for lr's hold (LR_HELD, on the hold list). */
+int	 hold_bast(struct fsd_glue *g, struct fsd_lockres *lr);
+/* lr's held BAST is honoured now (off the hold list); a hold nobody used shrinks. */
+void	 hold_end(struct fsd_glue *g, struct fsd_lockres *lr);
+/* A BAST took lr down now. */
+void	 hold_gave(struct fsd_lockres *lr);
+/* lr leaves: off the hold list. */
+void	 hold_forget(struct fsd_glue *g, struct fsd_lockres *lr);
+/*
+ * A held lock whose hold is over (every one while unmounting or while a
+ * dead node waits for recovery), or NULL; *next: the earliest deadline
+ * of the others (hold_now_us's clock), 0 if none.
+ */
+struct fsd_lockres *hold_expired(struct fsd_glue *g, uint64_t *next);
 
 #endif

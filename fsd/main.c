@@ -38,6 +38,7 @@ usage(void)
 	fprintf(stderr, "usage: fsd [-f] [-v] [-d] [--rundir DIR] [-o OPTIONS] DEVICE MOUNTPOINT\n"
 	    "  -o ro|rw, nocluster, node=N (slot map owner without a cluster, 0), commit=S (5),\n"
 	    "     link_wait=S (60), cache_blocks=N, lock_cache=N, threads=N,\n"
+	    "     lock_hold=MS (50, at most 200), lock_hold_min=MS (0),\n"
 	    "     relatime|noatime|strictatime, atime_quantum=S (60),\n"
 	    "     attr_timeout=S, entry_timeout=S, writeback_cache=0, acl|noacl,\n"
 	    "     and FUSE mount options (allow_other, ...)\n");
@@ -90,6 +91,15 @@ parse_o(struct cmdline *c, const char *arg)
 			if (parse_ulong(opt + 11, 10, 1u << 24, &v) == -1)
 				fatalx("bad lock_cache: %s", opt + 11);
 			c->mo.lock_cache = (unsigned)v;
+		} else if (strncmp(opt, "lock_hold=", 10) == 0) {
+			if (parse_ulong(opt + 10, 10, LOCK_HOLD_MAX_MS, &v) == -1)
+				fatalx("bad lock_hold (ms, at most %u): %s", LOCK_HOLD_MAX_MS, opt + 10);
+			c->mo.lock_hold_us = (unsigned)v * 1000;
+		} else if (strncmp(opt, "lock_hold_min=", 14) == 0) {
+			if (parse_ulong(opt + 14, 10, LOCK_HOLD_MAX_MS, &v) == -1)
+				fatalx("bad lock_hold_min (ms, at most %u): %s", LOCK_HOLD_MAX_MS,
+				    opt + 14);
+			c->mo.lock_hold_min_us = (unsigned)v * 1000;
 		} else if (strncmp(opt, "node=", 5) == 0) {
 			if (parse_ulong(opt + 5, 10, 254, &v) == -1)
 				fatalx("bad node number: %s", opt + 5);
@@ -151,6 +161,7 @@ parse_cmdline(struct cmdline *c, int argc, char **argv)
 
 	memset(c, 0, sizeof(*c));
 	c->mo.lock_cache = 16384;
+	c->mo.lock_hold_us = LOCK_HOLD_DEFAULT_MS * 1000;
 	c->mo.threads = 8;
 	c->mo.atime_quantum = 60;	/* ocfs2's default */
 	c->mo.attr_timeout = c->mo.entry_timeout = 1.0;
@@ -176,6 +187,9 @@ parse_cmdline(struct cmdline *c, int argc, char **argv)
 			usage();
 		}
 	}
+	if (c->mo.lock_hold_min_us > c->mo.lock_hold_us)
+		fatalx("lock_hold_min (%u ms) is above lock_hold (%u ms)",
+		    c->mo.lock_hold_min_us / 1000, c->mo.lock_hold_us / 1000);
 	if (argc - optind != 2)
 		usage();
 	c->device = argv[optind];

@@ -383,7 +383,8 @@ cluster_join(struct fsd *fs, const struct fsd_mount_opts *o, char *err, size_t e
 	if ((fs->stack = stack_attach(fs, rundir, o->link_wait_ms, &si, err, errlen)) == NULL)
 		return -1;
 	fs->node_num = si.node;
-	if (glue_start(fs, rundir, fs->vol.uuid, o->lock_cache, err, errlen) == -1)
+	if (glue_start(fs, rundir, fs->vol.uuid, o->lock_cache, o->lock_hold_us,
+	    o->lock_hold_min_us, err, errlen) == -1)
 		return -1;
 	return plock_start(fs, rundir, err, errlen);
 }
