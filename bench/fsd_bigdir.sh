@@ -32,12 +32,6 @@ SMALL=$(((NAMES + 999) / 1000))		# directories of 1,000 names
 
 W=$(mktemp -d "$DIR/fsd-bigdir-bench.XXXXXX")
 source "$TOP/bench/fsd_lib.inc"
-cleanup() {
-	mountpoint -q "$W/ovl" && fusermount3 -u "$W/ovl"
-	umount_all_vols
-	rm -rf "$W"
-}
-trap cleanup EXIT
 
 # work OP ARGS...: the timed workloads, each printing seconds (fill: a
 # line of creates/s per tenth).
@@ -105,12 +99,11 @@ drop() { sync; echo 2 >/proc/sys/vm/drop_caches; }
 mkfs_vol v $(((NAMES * 2 * 4400 / 1048576 + 1024) * 1048576)) \
     sparse,unwritten,inline-data,indexed-dirs || exit 1
 mount_vol v || exit 1
-mkdir "$W/v/big" "$W/v/small" "$W/lower" "$W/upper" "$W/work" "$W/ovl" "$W/lower/big"
+mkdir -p "$W/v/big" "$W/v/small" "$W/lower/big"
 work fill_both "$W/v/big" "$W/v/small" "$NAMES" >"$W/fill" || exit 1
 # the passthrough's names straight into its lower directory
 work fill "$W/lower/big" "$NAMES" >/dev/null || exit 1
-fuse-overlayfs -o "lowerdir=$W/lower,upperdir=$W/upper,workdir=$W/work" "$W/ovl" 2>/dev/null ||
-    { echo "fsd_bigdir bench: fuse-overlayfs failed"; exit 1; }
+mount_ovl || exit 1
 sync -f "$W/v"
 
 declare -A T=()

@@ -22,11 +22,6 @@ FEATURES=sparse,unwritten,inline-data,xattr,indexed-dirs,discontig-bg,append-dio
 
 W=$(mktemp -d "$DIR/fsd-metaecc-bench.XXXXXX")
 source "$TOP/bench/fsd_lib.inc"
-cleanup() {
-	umount_all_vols
-	rm -rf "$W"
-}
-trap cleanup EXIT
 mkfs_vol plain 1G "$FEATURES" || exit 1
 mkfs_vol ecc 1G "metaecc,$FEATURES" || exit 1
 for v in plain ecc; do mount_vol "$v" || exit 1; done

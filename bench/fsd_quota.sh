@@ -24,11 +24,6 @@ U=4001
 W=$(mktemp -d "$DIR/fsd-quota-bench.XXXXXX")
 chmod 755 "$W"
 source "$TOP/bench/fsd_lib.inc"
-cleanup() {
-	umount_all_vols
-	rm -rf "$W"
-}
-trap cleanup EXIT
 mkfs_vol plain 1G sparse || exit 1
 mkfs_vol quota 1G sparse,usrquota,grpquota || exit 1
 for v in plain quota; do mount_vol "$v" || exit 1; done

@@ -21,17 +21,10 @@ command -v fuse-overlayfs >/dev/null || { echo "fsd_threads bench: fuse-overlayf
 
 W=$(mktemp -d "$DIR/fsd-threads-bench.XXXXXX")
 source "$TOP/bench/fsd_lib.inc"
-cleanup() {
-	mountpoint -q "$W/ovl" && fusermount3 -u "$W/ovl"
-	umount_all_vols
-	rm -rf "$W"
-}
-trap cleanup EXIT
 
 mkfs_vol fsd 2G "" || exit 1
 mount_vol fsd || exit 1
-mkdir -p "$W/lower" "$W/upper" "$W/work" "$W/ovl"
-fuse-overlayfs -o "lowerdir=$W/lower,upperdir=$W/upper,workdir=$W/work" "$W/ovl" || exit 1
+mount_ovl || exit 1
 
 # work MNT TAG NTHREADS: seconds of the creates and of the unlinks, one line.
 work() {

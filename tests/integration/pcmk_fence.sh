@@ -20,12 +20,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
 source "$(dirname "$0")/fsd_lib.inc"
 
-if ! command -v corosync >/dev/null || ! corosync -v >/dev/null 2>&1; then
-	skip_script "corosync is not installed or does not run here"
-fi
-if ! command -v unshare >/dev/null || ! command -v nsenter >/dev/null; then
-	skip_script "unshare and nsenter are needed to give each corosync a node of its own"
-fi
+require_pcmk_stack
 
 export LOCALCLUSTER_NAME=lc
 export LOCALCLUSTER_FENCE_AGENT=$TOP/tests/integration/pcmk_fence_agent
