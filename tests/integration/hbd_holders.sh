@@ -29,7 +29,9 @@ trap cleanup EXIT
 gen1() { hb_status 1 | jq -r '.regions[0].generation'; }
 steady1() { [[ $(hb_status 1 | jq -r '.regions[0].state') == steady ]]; }
 hbd1() { cat "$DIR/node1/pids/hbd.pid"; }
-gone() { ! kill -0 "$1" 2>/dev/null; }
+# gone PID: dead, reaped or not (W and G are this shell's children: a
+# zombie of them answers kill -0 until the shell has waited for it)
+gone() { ! kill -0 "$1" 2>/dev/null || [[ $(ps -o stat= -p "$1" 2>/dev/null) == Z* ]]; }
 # holders: a writer (W) and a lock holder (G) on node1, registered.
 holders() {
 	local n
