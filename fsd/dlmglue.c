@@ -802,6 +802,12 @@ flush_loop(void *arg)
 	return NULL;
 }
 
+static int
+ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
 /* Is the flush thread still inside a flush begun FLUSH_WAIT_MS ago? glue->mtx held. */
 static int
 flush_stuck(struct fsd_glue *g)
@@ -811,8 +817,7 @@ flush_stuck(struct fsd_glue *g)
 	if (g->fl_cur == NULL)
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &now);
-	return now.tv_sec > g->fl_deadline.tv_sec ||
-	    (now.tv_sec == g->fl_deadline.tv_sec && now.tv_nsec >= g->fl_deadline.tv_nsec);
+	return !ts_before(&now, &g->fl_deadline);
 }
 
 /*
@@ -1075,21 +1080,8 @@ holds_over(struct fsd_glue *g, struct timespec *until)
 	if (next == 0)
 		return 0;
 	now = hold_now_us();
-	clock_gettime(CLOCK_REALTIME, until);
-	next = next > now ? next - now : 0;
-	until->tv_sec += (time_t)(next / 1000000u);
-	until->tv_nsec += (long)(next % 1000000u) * 1000;
-	if (until->tv_nsec >= 1000000000) {
-		until->tv_sec++;
-		until->tv_nsec -= 1000000000;
-	}
+	fsd_deadline_us(CLOCK_REALTIME, next > now ? next - now : 0, until);
 	return 1;
-}
-
-static int
-ts_before(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
 static void *

@@ -264,17 +264,24 @@ struct fsd_glue;
 struct fsd_stack;
 struct fsd_handle;
 
-/* ms from now on clock clk, for pthread_cond_timedwait. */
+/* us from now on clock clk, for pthread_cond_timedwait. */
 static inline void
-fsd_deadline(clockid_t clk, unsigned ms, struct timespec *ts)
+fsd_deadline_us(clockid_t clk, uint64_t us, struct timespec *ts)
 {
 	clock_gettime(clk, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000;
+	ts->tv_sec += (time_t)(us / 1000000);
+	ts->tv_nsec += (long)(us % 1000000) * 1000;
 	if (ts->tv_nsec >= 1000000000) {
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000;
 	}
+}
+
+/* ms from now on clock clk. */
+static inline void
+fsd_deadline(clockid_t clk, unsigned ms, struct timespec *ts)
+{
+	fsd_deadline_us(clk, (uint64_t)ms * 1000, ts);
 }
 
 /* When reads update atime. */
