@@ -28,7 +28,7 @@ volume_alloc(size_t bytes)
 }
 
 static int
-pio(struct volume *v, int write, uint64_t off, size_t len, void *buf)
+pio(struct volume *v, int fd, int write, uint64_t off, size_t len, void *buf)
 {
 	ssize_t n;
 	size_t done = 0;
@@ -36,8 +36,8 @@ pio(struct volume *v, int write, uint64_t off, size_t len, void *buf)
 	if (v->io_gate != NULL && v->io_gate(v->io_gate_arg, write) == -1)
 		return -1;
 	while (done < len) {
-		n = write ? pwrite(v->fd, (char *)buf + done, len - done, (off_t)(off + done)) :
-		    pread(v->fd, (char *)buf + done, len - done, (off_t)(off + done));
+		n = write ? pwrite(fd, (char *)buf + done, len - done, (off_t)(off + done)) :
+		    pread(fd, (char *)buf + done, len - done, (off_t)(off + done));
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -59,17 +59,24 @@ volume_read_blocks(struct volume *v, uint64_t blkno, unsigned count, void *buf)
 		errno = EIO;
 		return -1;
 	}
-	return pio(v, 0, blkno * v->block_bytes, (size_t)count * v->block_bytes, buf);
+	return pio(v, v->fd, 0, blkno * v->block_bytes, (size_t)count * v->block_bytes, buf);
 }
 
 int
-volume_write_blocks(struct volume *v, uint64_t blkno, unsigned count, const void *buf)
+volume_write_blocks_via(struct volume *v, int fd, uint64_t blkno, unsigned count,
+    const void *buf)
 {
 	if ((blkno + count) * v->block_bytes > v->size_bytes) {
 		errno = EIO;
 		return -1;
 	}
-	return pio(v, 1, blkno * v->block_bytes, (size_t)count * v->block_bytes, (void *)buf);
+	return pio(v, fd, 1, blkno * v->block_bytes, (size_t)count * v->block_bytes, (void *)buf);
+}
+
+int
+volume_write_blocks(struct volume *v, uint64_t blkno, unsigned count, const void *buf)
+{
+	return volume_write_blocks_via(v, v->fd, blkno, count, buf);
 }
 
 static void
@@ -114,7 +121,7 @@ probe_superblock(struct volume *v, char *err, size_t errlen)
 		if ((uint64_t)(OCFS2_SUPER_BLOCK_BLKNO + 1) * bs > v->size_bytes)
 			break;
 		/* O_DIRECT wants aligned reads: read the 4K around it. */
-		if (pio(v, 0, (OCFS2_SUPER_BLOCK_BLKNO * bs) & ~(uint64_t)(DIO_ALIGN - 1),
+		if (pio(v, v->fd, 0, (OCFS2_SUPER_BLOCK_BLKNO * bs) & ~(uint64_t)(DIO_ALIGN - 1),
 		    DIO_ALIGN, buf) == -1) {
 			snprintf(err, errlen, "%s: read: %s", v->path, strerror(errno));
 			free(buf);

@@ -43,6 +43,9 @@ void	*volume_alloc(size_t bytes);
 /* Read or write whole filesystem blocks; -1 with errno, EIO on a short transfer. */
 int	volume_read_blocks(struct volume *v, uint64_t blkno, unsigned count, void *buf);
 int	volume_write_blocks(struct volume *v, uint64_t blkno, unsigned count, const void *buf);
+/* The same write through another descriptor of the device (one without O_DIRECT). */
+int	volume_write_blocks_via(struct volume *v, int fd, uint64_t blkno, unsigned count,
+	    const void *buf);
 
 /*
  * Read the inode at blkno and check its signature and self-pointer:

@@ -177,6 +177,17 @@ block_in_volume(struct fsd *fs, uint64_t blkno, uint64_t count)
 	return blkno < fs->nblocks && count <= fs->nblocks - blkno;
 }
 
+/* A failed read or write of the volume: logged, -errno. */
+static int
+io_failed(struct fsd *fs, int write, uint64_t blkno, unsigned count)
+{
+	int rc = errno ? -errno : -EIO;
+
+	log_warnx("%s: %s of %u blocks at %llu: %s", fs->vol.path, write ? "write" : "read",
+	    count, (unsigned long long)blkno, strerror(-rc));
+	return rc;
+}
+
 int
 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf)
 {
@@ -186,14 +197,7 @@ block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf)
 		return -EIO;
 	rc = write ? volume_write_blocks(&fs->vol, blkno, count, buf) :
 	    volume_read_blocks(&fs->vol, blkno, count, buf);
-	if (rc == -1) {
-		rc = errno ? -errno : -EIO;
-		log_warnx("%s: %s of %u blocks at %llu: %s", fs->vol.path,
-		    write ? "write" : "read", count, (unsigned long long)blkno,
-		    strerror(-rc));
-		return rc;
-	}
-	return 0;
+	return rc == -1 ? io_failed(fs, write, blkno, count) : 0;
 }
 
 /*
@@ -231,26 +235,12 @@ block_overwrite_close(struct fsd *fs)
 int
 block_overwrite(struct fsd *fs, uint64_t blkno, unsigned count, const void *buf)
 {
-	size_t len = (size_t)count << fs->bbits, done = 0;
-	ssize_t n;
-
 	if (fs->overwrite_fd < 0)
 		return block_io(fs, 1, blkno, count, (void *)buf);
 	if (!block_in_volume(fs, blkno, count))
 		return -EIO;
-	while (done < len) {
-		n = pwrite(fs->overwrite_fd, (const uint8_t *)buf + done, len - done,
-		    (off_t)((blkno << fs->bbits) + done));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			n = n == 0 ? EIO : errno;
-			log_warnx("%s: write of %u blocks at %llu: %s", fs->vol.path, count,
-			    (unsigned long long)blkno, strerror((int)n));
-			return -(int)n;
-		}
-		done += (size_t)n;
-	}
+	if (volume_write_blocks_via(&fs->vol, fs->overwrite_fd, blkno, count, buf) == -1)
+		return io_failed(fs, 1, blkno, count);
 	return 0;
 }
 
