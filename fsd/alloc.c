@@ -152,7 +152,7 @@ claim_clusters(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want,
 	unsigned cpg, ngroups, g, k, from, start, len;
 	int rc;
 
-	if ((rc = handle_lock(h, fs->gb_lock)) != 0 ||
+	if ((rc = handle_lock_alloc(h, fs->gb_lock)) != 0 ||
 	    (rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
 		return rc;
 	cpg = cluster_cpg(fs, (const struct ocfs2_dinode *)ab->data);
@@ -203,7 +203,7 @@ free_clusters(struct fsd_handle *h, uint32_t start, unsigned count)
 	unsigned cpg, g, n;
 	int rc = 0;
 
-	if ((rc = handle_lock(h, fs->gb_lock)) != 0 ||
+	if ((rc = handle_lock_alloc(h, fs->gb_lock)) != 0 ||
 	    (rc = block_read(fs, fs->global_bitmap, BLK_INODE, &ab)) != 0)
 		return rc;
 	cpg = cluster_cpg(fs, (const struct ocfs2_dinode *)ab->data);
@@ -519,6 +519,7 @@ claim_bit(struct fsd_handle *h, enum suballoc_kind kind, int slot, int grow, str
 	unsigned i, start, len, tries;
 	int rc;
 
+	handle_serialize(h);
 	lr = sysinode_lockres(fs, alloc);
 	if ((rc = handle_lock_or_restart(h, lr, LKF_TRY)) != 0) {
 		lockres_put(fs, lr);
@@ -687,6 +688,7 @@ tl_append(struct fsd_handle *h, uint32_t start, unsigned count)
 	unsigned used;
 	int rc;
 
+	handle_serialize(h);
 	if ((rc = block_read(fs, fs->slots[fs->slot].truncate_log, BLK_INODE, &b)) != 0)
 		return rc;
 	tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
@@ -725,6 +727,7 @@ tl_drain(struct fsd_handle *h, int slot, int (*take)(struct fsd_handle *, uint32
 	unsigned used;
 	int rc, taken = 0;
 
+	handle_serialize(h);
 	if ((rc = block_read(h->fs, h->fs->slots[slot].truncate_log, BLK_INODE, &b)) != 0)
 		return rc;
 	tl = &((struct ocfs2_dinode *)b->data)->id2.i_dealloc;
@@ -762,24 +765,28 @@ tl_flush(struct fsd *fs)
 	if (used == 0)
 		return 0;
 	/*
-	 * Freed clusters may be handed out again (and written in place as
-	 * file data) only once (1) their freeing is committed and (2) no
-	 * logged or pending copy of a block in them (a deleted directory's
-	 * blocks) can still be checkpointed or replayed over the new data.
-	 * A checkpoint gives both: everything home, the log empty.
-	 */
-	if ((rc = journal_checkpoint(fs)) != 0)
-		return rc;
-	/*
 	 * The global bitmap's lock is taken in the handle only if it comes
 	 * at once: after a node's death it waits for its recovery, which
-	 * needs a handle of its own (one at a time per node), and other
-	 * handles take it too. Else the handle goes, we wait for the lock
-	 * holding nothing, and try again.
+	 * needs a handle of its own, and other handles take it too. Else the
+	 * handle goes, we wait for the lock holding nothing, and try again.
 	 */
 	for (;;) {
 		if ((rc = journal_start(fs, &h)) != 0)
 			return rc;
+		handle_serialize(&h);
+		/*
+		 * Freed clusters may be handed out again (and written in place
+		 * as file data) only once (1) their freeing is committed and
+		 * (2) no logged or pending copy of a block in them (a deleted
+		 * directory's blocks) can still be checkpointed or replayed
+		 * over the new data. A checkpoint gives both: everything home,
+		 * the log empty. Serialized first: no handle appends to the
+		 * truncate log between the checkpoint and the drain.
+		 */
+		if ((rc = journal_checkpoint(fs)) != 0) {
+			journal_stop(&h, 1);
+			return rc;
+		}
 		if (fs->gb_lock == NULL ||
 		    (rc = lockres_lock_flags(fs, fs->gb_lock, LKM_EX, LKF_TRY)) == 0)
 			break;

@@ -69,6 +69,8 @@ ctl_status_fill(struct fsd *fs, const char *mountpoint, Fsd__FsdStatus *st)
 	st->slot = fs->slot;
 	st->cluster_name = fs->vol.cluster_name;
 	st->journal_commits = journal_commits(fs);
+	journal_handle_stats(fs, &st->journal_handles, &st->journal_handles_peak,
+	    &st->journal_owner_waits);
 	st->pid = (uint32_t)getpid();
 	if (g == NULL)
 		return;

@@ -130,6 +130,7 @@ struct fsd_buf {
 	/* unreferenced buffers with an owner: its chain in the cache's owners */
 	struct fsd_buf	*oprev, *onext;
 	int		 jrun;		/* in the running transaction (journal mutex) */
+	struct fsd_handle *jh;		/* the open handle that accessed it (journal mutex) */
 	uint64_t	 owner;		/* inode whose META lock protects it; 0: none;
 					   changed only by a holder of a reference */
 	int		 owner_unsure;	/* also reached under another owner or none:
@@ -1095,11 +1096,12 @@ int	 journal_load(struct fsd_journal *j);
 int	 journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bump_recovery);
 
 /*
- * A handle: one atomic metadata change, all or nothing. One is open at a
- * time; it may wait for cluster locks, and commits do not wait for it:
- * they log what the closed handles left. It holds the EX locks of what
- * it changes until it ends (handle_lock, handle_hold): a downconvert
- * meanwhile would checkpoint its blocks half-changed.
+ * A handle: one atomic metadata change, all or nothing. Many are open at
+ * once, each changing blocks no other open handle changes (journal.c);
+ * it may wait for cluster locks, and commits do not wait for it: they log
+ * what the closed handles left. It holds the EX locks of what it changes
+ * until it ends (handle_lock, handle_hold): a downconvert meanwhile would
+ * checkpoint its blocks half-changed.
  */
 struct fsd_handle {
 	struct fsd	 *fs;
@@ -1112,7 +1114,17 @@ struct fsd_handle {
 	struct quota_delta *qd;		/* usage changes, added to the quota files at the end */
 	unsigned	  nqd, qd_cap;
 	int		  dirtied;	/* a block went into the running transaction */
+	int		  serial;	/* handle_serialize: alone among those that were */
 };
+/*
+ * Before a handle reaches this node's allocation state (its slot's
+ * allocators, local alloc, truncate log and orphan dir, the global
+ * bitmap, the quota files): from here to its end it is the only handle
+ * there. Take no inode or directory lock after it but a new inode's.
+ */
+void	 handle_serialize(struct fsd_handle *h);
+/* handle_serialize, then handle_lock: an allocator's, the global bitmap's, a quota file's. */
+int	 handle_lock_alloc(struct fsd_handle *h, struct fsd_lockres *lr);
 /* Inside a handle: lock EX until the handle ends (allocators, the bitmap). */
 int	 handle_lock(struct fsd_handle *h, struct fsd_lockres *lr);
 /* The caller's EX hold of lr passes to h: released when h ends. */
@@ -1162,6 +1174,9 @@ int	 journal_commit(struct fsd *fs);
 void	 journal_test_pause(struct fsd *fs, const char *env, uint64_t blkno, const char *what);
 /* Transactions committed since the mount (0 when read-only). */
 uint64_t journal_commits(struct fsd *fs);
+/* Handles begun since the mount, the most open at once, and journal_access's waits for another's block. */
+void	 journal_handle_stats(struct fsd *fs, uint64_t *handles, unsigned *peak,
+	    uint64_t *owner_waits);
 /* Commit, then write committed blocks home and free the log. */
 int	 journal_checkpoint(struct fsd *fs);
 /*

@@ -26,15 +26,29 @@
  * points at it; the fdatasync at the start of every commit makes it
  * durable first.
  *
- * Concurrency: one handle at a time (hmtx is held from journal_start to
- * journal_stop). The journal's state has its own mutex (mtx), held only
- * briefly, because a thread inside a handle may wait long for a cluster
- * lock while another (downconvert, fsync) must commit and checkpoint what
- * the closed handles changed. Such a commit logs, for each block the open
- * handle has touched, the handle's undo copy: the block as the closed
+ * Concurrency: many handles are open at once, one per thread, all
+ * joining the running transaction. A block belongs to at most one open
+ * handle, from its journal_access to the handle's end (fsd_buf.jh): the
+ * EX locks a handle holds keep the others away from what they guard, as
+ * cluster locks exclude this node's other holders too. What no such lock
+ * guards, each node's allocation state (the allocators of its slot and
+ * their locks, the local alloc window, the truncate log, the orphan dir,
+ * the quota files), a handle reaches only after handle_serialize, which
+ * takes hmtx until the handle ends: one handle at a time works there, and
+ * no handle waits there for the inode and directory locks others hold
+ * (the lock order at the top of ops_namei.c puts all of these last). A
+ * block wanted by two open handles at once is a broken rule: the second
+ * waits for the first to end, and says so (a build with FSD_LOCK_CHECKS
+ * aborts instead).
+ *
+ * The journal's state has its own mutex (mtx), held only briefly,
+ * because a thread inside a handle may wait long for a cluster lock
+ * while another (downconvert, fsync) must commit and checkpoint what the
+ * closed handles changed. Such a commit logs, for each block an open
+ * handle has touched, that handle's undo copy: the block as the closed
  * handles left it. A handle changes a block only after journal_access,
  * which takes mtx, so a commit never sees half a handle. Lock order:
- * hmtx, then mtx.
+ * cluster locks, then hmtx, then mtx.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -91,9 +105,13 @@ struct fsd_journal {
 	struct jextent	*ext;
 	unsigned	 next;
 	uint8_t		*jsb;		/* its superblock as last written, O_DIRECT aligned */
-	pthread_mutex_t	 hmtx;		/* the open handle's, start to stop */
+	pthread_mutex_t	 hmtx;		/* a handle's from handle_serialize to its end */
 	pthread_mutex_t	 mtx;		/* everything below */
-	struct fsd_handle *open;	/* the open handle, if any */
+	pthread_cond_t	 owner_cv;	/* an open handle ended: its blocks are free */
+	unsigned	 nopen;		/* open handles */
+	unsigned	 peak;		/* the most open at once */
+	uint64_t	 handles;	/* handles begun this mount */
+	uint64_t	 owner_waits;	/* journal_access waits for another handle's block */
 	uint32_t	 head;		/* next log block to write */
 	uint32_t	 used;		/* log blocks holding un-checkpointed transactions */
 	uint32_t	 next_seq;	/* tid of the running transaction */
@@ -302,6 +320,7 @@ journal_open(struct fsd *fs, int slot, struct fsd_journal **jp, char *err, size_
 	j->inode = fs->slots[slot].journal;
 	pthread_mutex_init(&j->hmtx, NULL);
 	pthread_mutex_init(&j->mtx, NULL);
+	pthread_cond_init(&j->owner_cv, NULL);
 	/* 0 stamps what never changed */
 	j->txn = j->home_txn = 1;
 	if ((rc = block_read(fs, j->inode, BLK_INODE, &b)) != 0) {
@@ -454,6 +473,7 @@ journal_close(struct fsd_journal *j)
 	free(j->run);
 	free(j->ext);
 	free(j->jsb);
+	pthread_cond_destroy(&j->owner_cv);
 	pthread_mutex_destroy(&j->mtx);
 	pthread_mutex_destroy(&j->hmtx);
 	free(j);
@@ -515,10 +535,11 @@ journal_set_dirty(struct fsd *fs, uint64_t journal_inode, int dirty, int bump_re
 
 /* ---- handles and commits ---------------------------------------------- */
 
-/* h's undo entry for b, if h (the open handle or NULL) has accessed it. */
+/* The undo entry of the open handle that accessed b, or NULL. */
 static struct jundo *
-undo_of(struct fsd_handle *h, struct fsd_buf *b)
+undo_of(struct fsd_buf *b)
 {
+	struct fsd_handle *h = b->jh;
 	unsigned i;
 
 	for (i = 0; h != NULL && i < h->nundo; i++)
@@ -535,18 +556,27 @@ journal_start(struct fsd *fs, struct fsd_handle *h)
 	memset(h, 0, sizeof(*h));
 	if (j == NULL)
 		return -EROFS;
-	pthread_mutex_lock(&j->hmtx);
 	pthread_mutex_lock(&j->mtx);
 	/* After corruption or a failed log write, change nothing more. */
 	if (fs->errors || j->failed) {
 		pthread_mutex_unlock(&j->mtx);
-		pthread_mutex_unlock(&j->hmtx);
 		return -EROFS;
 	}
 	h->fs = fs;
-	j->open = h;
+	if (++j->nopen > j->peak)
+		j->peak = j->nopen;
+	j->handles++;
 	pthread_mutex_unlock(&j->mtx);
 	return 0;
+}
+
+void
+handle_serialize(struct fsd_handle *h)
+{
+	if (h->serial)
+		return;
+	pthread_mutex_lock(&h->fs->journal->hmtx);
+	h->serial = 1;
 }
 
 void
@@ -619,9 +649,32 @@ handle_wait_busy(struct fsd *fs)
 }
 
 int
+handle_lock_alloc(struct fsd_handle *h, struct fsd_lockres *lr)
+{
+	handle_serialize(h);
+	return handle_lock(h, lr);
+}
+
+int
 handle_lock_sysinode(struct fsd_handle *h, uint64_t blkno)
 {
-	return handle_lock(h, sysinode_lockres(h->fs, blkno));
+	return handle_lock_alloc(h, sysinode_lockres(h->fs, blkno));
+}
+
+/* b is another open handle's: a lock that should keep them apart does not. */
+static void
+owner_wait(struct fsd_journal *j, struct fsd_handle *h, struct fsd_buf *b)
+{
+#ifdef FSD_LOCK_CHECKS
+	fatalx("block %llu (type %d, owner %llu): two open handles change it at once",
+	    (unsigned long long)b->blkno, b->type, (unsigned long long)b->owner);
+#endif
+	if (j->owner_waits++ == 0)
+		log_warnx("block %llu (type %d, owner %llu): two open handles change it at "
+		    "once; the second waits (reported once)", (unsigned long long)b->blkno,
+		    b->type, (unsigned long long)b->owner);
+	while (b->jh != NULL && b->jh != h)
+		pthread_cond_wait(&j->owner_cv, &j->mtx);
 }
 
 int
@@ -633,10 +686,13 @@ journal_access(struct fsd_handle *h, struct fsd_buf *b)
 
 	/* a commit reads the undo copies */
 	pthread_mutex_lock(&j->mtx);
-	if (undo_of(h, b) != NULL) {
+	if (b->jh != NULL && b->jh != h)
+		owner_wait(j, h, b);
+	if (b->jh == h) {
 		pthread_mutex_unlock(&j->mtx);
 		return 0;
 	}
+	b->jh = h;
 	if (h->nundo == h->cap) {
 		h->cap = h->cap ? 2 * h->cap : 8;
 		h->undo = xrealloc(h->undo, h->cap * sizeof(*h->undo));
@@ -713,13 +769,16 @@ journal_stop(struct fsd_handle *h, int abort)
 			stamp_block(j, h->undo[i].b);
 		if (abort)
 			memcpy(h->undo[i].b->data, h->undo[i].copy, h->fs->vol.block_bytes);
+		h->undo[i].b->jh = NULL;
 		free(h->undo[i].copy);
 		block_put(h->fs, h->undo[i].b);
 	}
+	if (h->nundo != 0 && j->owner_waits != 0)
+		pthread_cond_broadcast(&j->owner_cv);
 	free(h->undo);
 	h->undo = NULL;
 	h->nundo = h->cap = 0;
-	j->open = NULL;
+	j->nopen--;
 	if (j->nrun >= j->run_limit)
 		rc = commit_locked(j);
 	pthread_mutex_unlock(&j->mtx);
@@ -727,13 +786,20 @@ journal_stop(struct fsd_handle *h, int abort)
 	for (i = 0; abort && i < h->ndirs; i++)
 		inode_drop_dindex(h->fs, h->dirs[i]);
 	h->ndirs = 0;
-	pthread_mutex_unlock(&j->hmtx);
-	/* the EX locks kept for this handle: its changes are in the run now */
+	/*
+	 * The EX locks kept for this handle: its changes are in the run now.
+	 * Before hmtx, so that the next serialized handle finds the
+	 * allocators' locks free here, not held by a handle that has ended.
+	 */
 	for (i = 0; i < h->nlocks; i++)
 		lockres_unlock(h->fs, h->locks[i], LKM_EX);
 	free(h->locks);
 	h->locks = NULL;
 	h->nlocks = h->locks_cap = 0;
+	if (h->serial) {
+		h->serial = 0;
+		pthread_mutex_unlock(&j->hmtx);
+	}
 	return rc;
 }
 
@@ -909,7 +975,7 @@ log_txn(struct fsd_journal *j, const struct jbd2_block *blist, unsigned n)
 }
 
 /*
- * Commit what the closed handles changed. For a block the open handle
+ * Commit what the closed handles changed. For a block an open handle
  * has accessed that is its undo copy, and the block stays in the running
  * transaction for the handle's own changes.
  */
@@ -929,7 +995,7 @@ commit_locked(struct fsd_journal *j)
 	copies = xmalloc((size_t)j->nrun * bs);
 	for (i = n = 0; i < j->nrun; i++) {
 		b = j->run[i];
-		if ((u = undo_of(j->open, b)) != NULL && u->committed)
+		if ((u = undo_of(b)) != NULL && u->committed)
 			continue;
 		/*
 		 * What is logged carries its metaecc check, set here for
@@ -950,7 +1016,7 @@ commit_locked(struct fsd_journal *j)
 	/* the same blocks in the same order as logged */
 	for (i = keep = k = 0; i < j->nrun; i++) {
 		b = j->run[i];
-		if ((u = undo_of(j->open, b)) == NULL) {
+		if ((u = undo_of(b)) == NULL) {
 			cp_add(j, b, copies + (size_t)k++ * bs);
 			b->jrun = 0;
 			block_put(j->fs, b);
@@ -980,6 +1046,22 @@ journal_commit(struct fsd *fs)
 	rc = commit_locked(fs->journal);
 	pthread_mutex_unlock(&fs->journal->mtx);
 	return rc;
+}
+
+void
+journal_handle_stats(struct fsd *fs, uint64_t *handles, unsigned *peak, uint64_t *owner_waits)
+{
+	struct fsd_journal *j = fs->journal;
+
+	*handles = *owner_waits = 0;
+	*peak = 0;
+	if (j == NULL)
+		return;
+	pthread_mutex_lock(&j->mtx);
+	*handles = j->handles;
+	*peak = j->peak;
+	*owner_waits = j->owner_waits;
+	pthread_mutex_unlock(&j->mtx);
 }
 
 uint64_t

@@ -138,6 +138,7 @@ la_claim(struct fsd_handle *h, uint32_t goal, unsigned min, unsigned want, uint3
 	uint32_t off;
 	int rc;
 
+	handle_serialize(h);
 	if ((rc = la_read(fs, fs->slot, &lb)) != 0)
 		return rc;
 	di = (struct ocfs2_dinode *)lb->data;
@@ -195,6 +196,7 @@ la_release_slot(struct fsd *fs, int slot)
 		block_put(fs, lb);
 		return rc;
 	}
+	handle_serialize(&h);
 	rc = window_return(&h, lb);
 	block_put(fs, lb);
 	stop = journal_stop(&h, rc != 0);

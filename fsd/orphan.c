@@ -48,11 +48,15 @@ is_orphan(struct fsd *fs, const struct ocfs2_dinode *di)
 	    LE16(di->i_orphaned_slot) < fs->vol.max_slots;
 }
 
+/* Inside h: slot's orphan dir under EX, which h keeps (orphan_dir_put). */
 static int
-orphan_dir_get(struct fsd *fs, int slot, struct fsd_inode **op, struct fsd_buf **ob)
+orphan_dir_get(struct fsd_handle *h, int slot, struct fsd_inode **op, struct fsd_buf **ob)
 {
+	struct fsd *fs = h->fs;
 	int rc;
 
+	/* a system file: after every inode lock but the orphan's, one handle at a time */
+	handle_serialize(h);
 	if ((rc = inode_get(fs, fs->slots[slot].orphan_dir, op)) != 0)
 		return rc;
 	if ((rc = inode_lock_block(fs, *op, LKM_EX, ob)) != 0)
@@ -102,7 +106,7 @@ orphan_add(struct fsd_handle *h, struct fsd_buf *ib)
 	struct fsd_buf *ob;
 	int rc;
 
-	if ((rc = orphan_dir_get(h->fs, h->fs->slot, &op, &ob)) != 0)
+	if ((rc = orphan_dir_get(h, h->fs->slot, &op, &ob)) != 0)
 		return rc;
 	if ((rc = journal_access(h, ib)) == 0)
 		rc = orphan_enter(h, ob, ib);
@@ -119,7 +123,7 @@ orphan_create(struct fsd_handle *h, unsigned mode, uint32_t uid, uint32_t gid,
 	int rc;
 
 	/* the orphan dir before the allocator inode_create takes (ops_namei.c's order) */
-	if ((rc = orphan_dir_get(h->fs, h->fs->slot, &op, &ob)) != 0)
+	if ((rc = orphan_dir_get(h, h->fs->slot, &op, &ob)) != 0)
 		return rc;
 	if ((rc = inode_create(h, mode, uid, gid, 0, &ib)) != 0)
 		goto out;
@@ -148,7 +152,7 @@ orphan_adopt(struct fsd_handle *h, struct fsd_buf *ib)
 	    S_ISDIR(LE16(di->i_mode)))
 		return -ESTALE;
 	snprintf(name, sizeof(name), "%016" PRIx64, ib->blkno);
-	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+	if ((rc = orphan_dir_get(h, fs->slot, &op, &ob)) != 0)
 		return rc;
 	if ((rc = journal_access(h, ib)) == 0 && (rc = dir_remove(h, ob, name, 16)) == 0) {
 		di->i_links_count = htole16(1);
@@ -182,7 +186,7 @@ orphan_dio_add(struct fsd_handle *h, struct fsd_buf *ib)
 	int rc;
 
 	dio_name(name, sizeof(name), ib->blkno);
-	if ((rc = orphan_dir_get(fs, fs->slot, &op, &ob)) != 0)
+	if ((rc = orphan_dir_get(h, fs->slot, &op, &ob)) != 0)
 		return rc;
 	if ((rc = journal_access(h, ib)) != 0 || (rc = journal_access(h, ob)) != 0)
 		goto out;
@@ -200,7 +204,6 @@ out:
 int
 orphan_dio_del(struct fsd_handle *h, struct fsd_buf *ib, int slot)
 {
-	struct fsd *fs = h->fs;
 	struct ocfs2_dinode *di = (struct ocfs2_dinode *)ib->data;
 	struct fsd_inode *op;
 	struct fsd_buf *ob;
@@ -208,7 +211,7 @@ orphan_dio_del(struct fsd_handle *h, struct fsd_buf *ib, int slot)
 	int rc;
 
 	dio_name(name, sizeof(name), ib->blkno);
-	if ((rc = orphan_dir_get(fs, slot, &op, &ob)) != 0)
+	if ((rc = orphan_dir_get(h, slot, &op, &ob)) != 0)
 		return rc;
 	if ((rc = journal_access(h, ib)) != 0)
 		goto out;
@@ -281,7 +284,7 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 		goto out_unlock;
 	if ((rc = journal_start(fs, &h)) != 0)
 		goto out_unlock;
-	if ((rc = orphan_dir_get(fs, (int)slot, &op, &ob)) != 0) {
+	if ((rc = orphan_dir_get(&h, (int)slot, &op, &ob)) != 0) {
 		journal_stop(&h, 1);
 		goto out_unlock;
 	}

@@ -610,7 +610,7 @@ quota_apply(struct fsd_handle *h)
 			;
 		if (i == h->nqd)
 			continue;
-		if ((rc = handle_lock(h, fs->quota[type].lock)) != 0 ||
+		if ((rc = handle_lock_alloc(h, fs->quota[type].lock)) != 0 ||
 		    (rc = qfile_open(fs, type, &qf)) != 0)
 			break;
 		for (; i < h->nqd && rc == 0; i++)
@@ -682,7 +682,7 @@ qfile_edit_start(struct fsd *fs, int type, struct fsd_handle *h, struct qfile *q
 		return -ENOTSUP;
 	if ((rc = journal_start(fs, h)) != 0)
 		return rc;
-	if ((rc = handle_lock(h, fs->quota[type].lock)) != 0 ||
+	if ((rc = handle_lock_alloc(h, fs->quota[type].lock)) != 0 ||
 	    (rc = qfile_open(fs, type, qf)) != 0)
 		journal_stop(h, 1);
 	return rc;

@@ -134,6 +134,9 @@ status_json(FILE *f, int *first, const Fsd__FsdStatus *st)
 	json_field_uint(f, first, "orphan_scans", st->orphan_scans);
 	json_field_uint(f, first, "orphans_deleted", st->orphans_deleted);
 	json_field_uint(f, first, "journal_commits", st->journal_commits);
+	json_field_uint(f, first, "journal_handles", st->journal_handles);
+	json_field_uint(f, first, "journal_handles_peak", st->journal_handles_peak);
+	json_field_uint(f, first, "journal_owner_waits", st->journal_owner_waits);
 	json_field_uint(f, first, "attrs_from_lvb", st->attrs_from_lvb);
 	json_field_uint(f, first, "lock_upconverts", st->lock_upconverts);
 	json_field_uint(f, first, "locks", st->locks);
@@ -195,9 +198,14 @@ mounts_text(FILE *f, const struct mounts *ms, int detail)
 		fprintf(f, "    device %s, %s%s, fsd pid %u\n", st->device,
 		    st->cluster ? "cluster " : "no cluster stack",
 		    st->cluster ? st->cluster_name : "", st->pid);
-		fprintf(f, "    journal commits %llu; slots recovered %u; orphan scans %u "
-		    "(%llu orphans deleted)\n", (unsigned long long)st->journal_commits,
+		fprintf(f, "    journal commits %llu, handles %llu (at most %u at once); "
+		    "slots recovered %u; orphan scans %u (%llu orphans deleted)\n",
+		    (unsigned long long)st->journal_commits,
+		    (unsigned long long)st->journal_handles, st->journal_handles_peak,
 		    st->recoveries, st->orphan_scans, (unsigned long long)st->orphans_deleted);
+		if (st->journal_owner_waits != 0)
+			fprintf(f, "    BUG: handles waited %llu times for a block another open "
+			    "handle had\n", (unsigned long long)st->journal_owner_waits);
 		if (st->cluster)
 			fprintf(f, "    cluster locks cached %u: EX %u, PR %u, NL %u; "
 			    "stats from a lock value block %llu; upconverts %llu\n", st->locks,
