@@ -649,6 +649,14 @@ struct fsd_inode {
 	 * while the count stays, no node can have orphaned it.
 	 */
 	unsigned long	 linked_at;
+	/*
+	 * Its last link went through this node's kernel, which sends FORGET
+	 * once nothing of it holds the inode: that deletes it, not the last
+	 * close, after which a path walk may still open it (the block freed
+	 * and made a new inode meanwhile, the kernel would fail the old one's
+	 * every I/O with EIO: fuse_iget's check of the generation).
+	 */
+	int		 unlinked_here;
 	struct fsd_inode *hnext;
 };
 
@@ -696,8 +704,11 @@ int	 inode_forget(struct fsd *fs, uint64_t blkno, uint64_t n);
  * noted when it has links, so that forgetting it needs no look at the disk.
  */
 void	 inode_note_linked(struct fsd *fs, struct fsd_inode *ip, const struct ocfs2_dinode *di);
-/* This node drops one of its links: it may be an orphan when forgotten. */
-void	 inode_note_unlinked(struct fsd *fs, struct fsd_inode *ip);
+/*
+ * This node drops one of its links (orphaned: the last): it may be an
+ * orphan when forgotten.
+ */
+void	 inode_note_unlinked(struct fsd *fs, struct fsd_inode *ip, int orphaned);
 /* The inode block, validated, with the META lock held at level. */
 int	 inode_lock_block(struct fsd *fs, struct fsd_inode *ip, int level, struct fsd_buf **bp);
 /* The same with lockres_lock_flags()'s LKF_ flags. */

@@ -320,8 +320,9 @@ inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation
 	pthread_mutex_lock(&fs->itable->mtx);
 	if (ip->generation != generation && ip->opens == 0) {
 		ip->generation = generation;
-		/* another file's reads */
+		/* another file's reads, and links */
 		__atomic_store_n(&ip->atime_moved, 0, __ATOMIC_RELAXED);
+		ip->unlinked_here = 0;
 		rw = ip->rw;
 		ip->rw = NULL;
 	}
@@ -416,20 +417,23 @@ inode_open(struct fsd *fs, struct fsd_inode *ip)
 void
 inode_close(struct fsd *fs, struct fsd_inode *ip)
 {
-	int last, forgotten;
+	int last, forgotten, unlinked_here;
 
 	pthread_mutex_lock(&fs->itable->mtx);
 	last = --ip->opens == 0;
 	forgotten = ip->nlookup == 0;
+	unlinked_here = ip->unlinked_here;
 	pthread_mutex_unlock(&fs->itable->mtx);
 	if (last && ip->open_lock != NULL)
 		lockres_unlock(fs, ip->open_lock, LKM_PR);
 	/*
 	 * The last close deletes an orphan when another node may have
-	 * unlinked it meanwhile, or when the kernel's FORGET came first
-	 * (FUSE sends RELEASE asynchronously) and found it still open.
+	 * unlinked it meanwhile (our kernel then has no reason to forget
+	 * it), or when the kernel's FORGET came first (FUSE sends RELEASE
+	 * asynchronously) and found it still open.
 	 */
-	if (last && (ip->open_lock != NULL || forgotten) && fs->journal != NULL)
+	if (last && ((ip->open_lock != NULL && !unlinked_here) || forgotten) &&
+	    fs->journal != NULL)
 		orphan_wipe(fs, ip->blkno);
 	inode_put(fs, ip);
 }
@@ -484,10 +488,12 @@ inode_note_linked(struct fsd *fs, struct fsd_inode *ip, const struct ocfs2_dinod
 }
 
 void
-inode_note_unlinked(struct fsd *fs, struct fsd_inode *ip)
+inode_note_unlinked(struct fsd *fs, struct fsd_inode *ip, int orphaned)
 {
 	pthread_mutex_lock(&fs->itable->mtx);
 	ip->linked_at = 0;
+	if (orphaned)
+		ip->unlinked_here = 1;
 	pthread_mutex_unlock(&fs->itable->mtx);
 }
 

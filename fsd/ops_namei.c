@@ -438,12 +438,12 @@ drop_link(struct fsd_handle *h, struct locked *parent, struct locked *victim, ui
 
 	if ((rc = journal_access(h, victim->b)) != 0 || (rc = journal_access(h, parent->b)) != 0)
 		return rc;
-	inode_note_unlinked(h->fs, victim->ip);
 	if (isdir) {
 		victim->di->i_links_count = 0;
 		links_add(parent->di, -1);
 	} else
 		links_add(victim->di, -1);
+	inode_note_unlinked(h->fs, victim->ip, LE16(victim->di->i_links_count) == 0);
 	inode_now(victim->di, 0, 0, 1);
 	journal_dirty(h, victim->b);
 	journal_dirty(h, parent->b);
