@@ -635,6 +635,8 @@ struct fsd_inode {
 	unsigned	 opens;		/* open files on this node */
 	int		 loading;	/* generation not read yet: finders wait */
 	int		 opening;	/* the first open waits for the OPEN lock */
+	int		 deleting;	/* inode_try_delete_lock to inode_delete_unlock */
+	uint32_t	 deleted_gen;	/* the generation deleted here last, 0: none */
 	uint64_t	 kparent;	/* a directory's place in the kernel's */
 	char		*kname;		/* dentry tree, as last told (inode_dir_named) */
 	pthread_mutex_t	 dmtx;		/* guards dindex (readers build it under PR), dxfree */
@@ -688,7 +690,8 @@ void	 inode_close(struct fsd *fs, struct fsd_inode *ip);
  * 0, or -EAGAIN when it is in use.
  */
 int	 inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip);
-void	 inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip);
+/* The end of a deletion: deleted the generation it deleted, or 0 if it did not. */
+void	 inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip, uint32_t deleted);
 /* Is it open on this node (its OPEN lock held, in a cluster)? */
 int	 inode_is_open(struct fsd *fs, struct fsd_inode *ip);
 /* FUSE lookup counting: lookup adds one, forget drops n. */

@@ -353,6 +353,24 @@ inode_rw_unlock(struct fsd *fs, struct fsd_inode *ip, int level)
 		lockres_unlock(fs, ip->rw, level);
 }
 
+/*
+ * An open waits for a deletion under way here; one of what it deleted
+ * fails at once. Else it would count as open until its OPEN lock showed
+ * the inode gone, and while counted, the new inode in that block (one
+ * FUSE node id for both) could not take its generation: every request
+ * for it would fail with ESTALE meanwhile.
+ */
+static void
+deleting_end(struct fsd *fs, struct fsd_inode *ip, uint32_t deleted)
+{
+	pthread_mutex_lock(&fs->itable->mtx);
+	ip->deleting = 0;
+	if (deleted != 0)
+		ip->deleted_gen = deleted;
+	pthread_cond_broadcast(&fs->itable->loaded);
+	pthread_mutex_unlock(&fs->itable->mtx);
+}
+
 int
 inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip)
 {
@@ -360,18 +378,21 @@ inode_try_delete_lock(struct fsd *fs, struct fsd_inode *ip)
 
 	pthread_mutex_lock(&fs->itable->mtx);
 	open_lock_get(fs, ip);
-	rc = ip->opens > 0 ? -EAGAIN : 0;
+	rc = ip->opens > 0 || ip->deleting ? -EAGAIN : 0;
+	ip->deleting = rc == 0;
 	pthread_mutex_unlock(&fs->itable->mtx);
-	if (rc == 0 && ip->open_lock != NULL)
-		rc = lockres_lock_flags(fs, ip->open_lock, LKM_EX, LKF_TRY);
+	if (rc == 0 && ip->open_lock != NULL &&
+	    (rc = lockres_lock_flags(fs, ip->open_lock, LKM_EX, LKF_TRY)) != 0)
+		deleting_end(fs, ip, 0);
 	return rc;
 }
 
 void
-inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip)
+inode_delete_unlock(struct fsd *fs, struct fsd_inode *ip, uint32_t deleted)
 {
 	if (ip->open_lock != NULL)
 		lockres_unlock(fs, ip->open_lock, LKM_EX);
+	deleting_end(fs, ip, deleted);
 }
 
 int
@@ -381,6 +402,12 @@ inode_open(struct fsd *fs, struct fsd_inode *ip)
 	int first, rc;
 
 	pthread_mutex_lock(&fs->itable->mtx);
+	while (ip->deleting)
+		pthread_cond_wait(&fs->itable->loaded, &fs->itable->mtx);
+	if (ip->deleted_gen != 0 && ip->deleted_gen == ip->generation) {
+		pthread_mutex_unlock(&fs->itable->mtx);
+		return -ESTALE;
+	}
 	ip->pins++;
 	open_lock_get(fs, ip);
 	/* a second open is safe only once the first has the OPEN lock */

@@ -318,7 +318,7 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 		rc = 1;
 	}
 out_unlock:
-	inode_delete_unlock(fs, ip);
+	inode_delete_unlock(fs, ip, rc == 1 ? gen : 0);
 out:
 	inode_put(fs, ip);
 gone:
