@@ -233,6 +233,8 @@ struct fsd_lockres {
 #define LKF_NOFLUSHWAIT	0x8	/* -EAGAIN rather than wait behind a flush of the
 				   file's pages: the caller holds some locked */
 #define LKF_NORECOWAIT	0x10	/* -EAGAIN rather than wait for a dead node's recovery */
+#define LKF_ORPHAN	0x20	/* an orphan's inode, after the orphan dir (orphan.c): the
+				   one inode lock a serialized handle asks for */
 
 /* ---- the mount -------------------------------------------------------- */
 
@@ -1137,6 +1139,8 @@ struct fsd_handle {
  * there. Take no inode or directory lock after it but a new inode's.
  */
 void	 handle_serialize(struct fsd_handle *h);
+/* Is this thread inside a handle past handle_serialize? (the lock order's check) */
+int	 handle_serialized_here(void);
 /* handle_serialize, then handle_lock: an allocator's, the global bitmap's, a quota file's. */
 int	 handle_lock_alloc(struct fsd_handle *h, struct fsd_lockres *lr);
 /* Inside a handle: lock EX until the handle ends (allocators, the bitmap). */

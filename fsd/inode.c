@@ -549,6 +549,13 @@ inode_lock_block_flags(struct fsd *fs, struct fsd_inode *ip, int level, unsigned
 {
 	int rc;
 
+#ifdef FSD_LOCK_CHECKS
+	/* past handle_serialize only system files' locks, and an orphan's in its deletion */
+	if (handle_serialized_here() && !(lkf & LKF_ORPHAN) && !is_system_inode(fs, ip->blkno))
+		fatalx("inode %llu: its lock asked for after the allocators' (handle_serialize): "
+		    "the lock order (fsd/ops_namei.c) puts it before them",
+		    (unsigned long long)ip->blkno);
+#endif
 	if ((rc = lockres_lock_flags(fs, ip->meta, level, lkf)) != 0)
 		return rc;
 	if ((rc = block_read(fs, ip->blkno, BLK_INODE, bp)) != 0) {

@@ -570,13 +570,22 @@ journal_start(struct fsd *fs, struct fsd_handle *h)
 	return 0;
 }
 
+/* This thread's handle holds hmtx (for FSD_LOCK_CHECKS's check of the lock order). */
+static __thread int serialized;
+
 void
 handle_serialize(struct fsd_handle *h)
 {
 	if (h->serial)
 		return;
 	pthread_mutex_lock(&h->fs->journal->hmtx);
-	h->serial = 1;
+	h->serial = serialized = 1;
+}
+
+int
+handle_serialized_here(void)
+{
+	return serialized;
 }
 
 void
@@ -797,7 +806,7 @@ journal_stop(struct fsd_handle *h, int abort)
 	h->locks = NULL;
 	h->nlocks = h->locks_cap = 0;
 	if (h->serial) {
-		h->serial = 0;
+		h->serial = serialized = 0;
 		pthread_mutex_unlock(&j->hmtx);
 	}
 	return rc;

@@ -293,7 +293,7 @@ wipe(struct fsd *fs, uint64_t blkno, int *busy)
 	 * ours that held the OPEN lock too may have deleted it, and another
 	 * node made a new inode in its block: that one is not ours to wipe.
 	 */
-	if ((rc = inode_lock_block(fs, ip, LKM_EX, &ib)) == 0 &&
+	if ((rc = inode_lock_block_flags(fs, ip, LKM_EX, LKF_ORPHAN, &ib)) == 0 &&
 	    (LE32(((struct ocfs2_dinode *)ib->data)->i_generation) != gen ||
 	    !is_orphan(fs, (struct ocfs2_dinode *)ib->data))) {
 		inode_unlock_block(fs, ip, LKM_EX, ib);
