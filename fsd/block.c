@@ -200,6 +200,43 @@ block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf)
 	return rc == -1 ? io_failed(fs, write, blkno, count) : 0;
 }
 
+/* Blocks written by one request of block_write_sorted (1 MiB of 4 KiB blocks). */
+#define WRITE_RUN_MAX	256
+
+/*
+ * The checkpoint writes every block the log holds home, sorted: the
+ * blocks a burst of creates or unlinks changed (inode blocks of one
+ * group, a directory's blocks) lie next to each other, and one write
+ * per run of neighbours costs a device request where one per block cost
+ * a request each (about 100 us apiece here: a checkpoint after a
+ * thousand creates took 50 to 110 ms block by block).
+ */
+int
+block_write_sorted(struct fsd *fs, unsigned n, const uint64_t *blknos, uint8_t *const *data)
+{
+	size_t bs = fs->vol.block_bytes;
+	unsigned i = 0, k, x;
+	uint8_t *run;
+	int rc = 0;
+
+	if ((run = io_alloc(WRITE_RUN_MAX * bs)) == NULL)
+		return -ENOMEM;
+	while (i < n && rc == 0) {
+		for (k = 1; i + k < n && k < WRITE_RUN_MAX && blknos[i + k] == blknos[i] + k; k++)
+			;
+		if (k == 1)
+			rc = block_io(fs, 1, blknos[i], 1, data[i]);
+		else {
+			for (x = 0; x < k; x++)
+				memcpy(run + x * bs, data[i + x], bs);
+			rc = block_io(fs, 1, blknos[i], k, run);
+		}
+		i += k;
+	}
+	free(run);
+	return rc;
+}
+
 /*
  * Alone on the volume, in-place overwrites of file data go through the
  * host's page cache (doc/overwrites.md): the host writes them back in

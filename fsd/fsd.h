@@ -419,6 +419,11 @@ void	 block_forget(struct fsd *fs, uint64_t blkno);
 void	 block_forget_owner(struct fsd *fs, uint64_t owner);
 /* Plain block I/O outside the cache (data, journal): -errno on failure. */
 int	 block_io(struct fsd *fs, int write, uint64_t blkno, unsigned count, void *buf);
+/*
+ * Write n blocks home, blknos ascending and distinct (data[i] is
+ * blknos[i]'s block): one request per run of neighbouring blocks.
+ */
+int	 block_write_sorted(struct fsd *fs, unsigned n, const uint64_t *blknos, uint8_t *const *data);
 /* Alone and read-write: open fs->overwrite_fd where blocks fill whole pages; and close it. */
 void	 block_overwrite_open(struct fsd *fs);
 void	 block_overwrite_close(struct fsd *fs);

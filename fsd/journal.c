@@ -771,8 +771,10 @@ static int
 checkpoint_locked(struct fsd_journal *j)
 {
 	struct jcp **all, *c;
+	uint64_t *blknos;
+	uint8_t **data;
 	unsigned i, n = 0;
-	int rc = 0;
+	int rc;
 
 	if (j->ncp == 0 && j->used == 0) {
 		stamps_home(j);
@@ -783,8 +785,15 @@ checkpoint_locked(struct fsd_journal *j)
 		for (c = j->cp[i]; c != NULL; c = c->hnext)
 			all[n++] = c;
 	qsort(all, n, sizeof(*all), blkno_cmp);
-	for (i = 0; i < n && rc == 0; i++)
-		rc = block_io(j->fs, 1, all[i]->b->blkno, 1, all[i]->frozen);
+	blknos = xcalloc(n ? n : 1, sizeof(*blknos));
+	data = xcalloc(n ? n : 1, sizeof(*data));
+	for (i = 0; i < n; i++) {
+		blknos[i] = all[i]->b->blkno;
+		data[i] = all[i]->frozen;
+	}
+	rc = block_write_sorted(j->fs, n, blknos, data);
+	free(data);
+	free(blknos);
 	free(all);
 	if (rc == 0 && fdatasync(j->fs->vol.fd) == -1)
 		rc = -errno;
