@@ -219,8 +219,8 @@ block_write_sorted(struct fsd *fs, unsigned n, const uint64_t *blknos, uint8_t *
 	uint8_t *run;
 	int rc = 0;
 
-	if ((run = io_alloc(WRITE_RUN_MAX * bs)) == NULL)
-		return -ENOMEM;
+	if ((run = io_alloc((n < WRITE_RUN_MAX ? n : WRITE_RUN_MAX) * bs)) == NULL)
+		fatal("out of memory");
 	while (i < n && rc == 0) {
 		for (k = 1; i + k < n && k < WRITE_RUN_MAX && blknos[i + k] == blknos[i] + k; k++)
 			;
