@@ -491,3 +491,60 @@ Test(fsd_journal_disk, abort_after_a_commit_inside_the_handle, .init = make_volu
 	cr_assert_eq(disk_root_uid(&fs), 100);
 	cr_assert(fsck_clean());
 }
+
+/* Write requests the volume has seen (its io_gate). */
+static unsigned gate_writes;
+
+static int
+count_writes(void *arg, int write)
+{
+	(void)arg;
+	gate_writes += write != 0;
+	return 0;
+}
+
+/*
+ * A checkpoint writes neighbouring blocks home with one request per run
+ * (write_home_runs): 16 neighbours plus one block apart, logged in one
+ * transaction, cost two requests and the journal superblock's, not 18.
+ */
+Test(fsd_journal_disk, checkpoint_writes_a_run_of_neighbours_at_once, .init = make_volume,
+    .fini = remove_volume, .timeout = 60)
+{
+	enum { RUN = 16, FIRST = 60000, APART = 60100 };
+	struct fsd fs;
+	struct fsd_handle h;
+	struct fsd_buf *b;
+	uint8_t buf[1024];
+	unsigned i;
+	int fd;
+
+	mount_rw(&fs);
+	cr_assert_eq(journal_start(&fs, &h), 0);
+	for (i = 0; i <= RUN; i++) {
+		cr_assert_eq(block_read(&fs, i < RUN ? FIRST + i : APART, BLK_RAW, &b), 0);
+		cr_assert_eq(journal_access(&h, b), 0);
+		memset(b->data, 0x5a + (int)i, 1024);
+		journal_dirty(&h, b);
+		block_put(&fs, b);
+	}
+	cr_assert_eq(journal_stop(&h, 0), 0);
+	cr_assert_eq(journal_commit(&fs), 0);
+	gate_writes = 0;
+	fs.vol.io_gate = count_writes;
+	cr_assert_eq(journal_checkpoint(&fs), 0);
+	fs.vol.io_gate = NULL;
+	cr_assert_eq(gate_writes, 3, "the run, the block apart, the journal superblock: %u requests",
+	    gate_writes);
+	fd = open(vol_img, O_RDONLY);
+	cr_assert(fd >= 0);
+	for (i = 0; i <= RUN; i++) {
+		cr_assert_eq(pread(fd, buf, sizeof(buf), (off_t)(i < RUN ? FIRST + i : APART) * 1024),
+		    1024);
+		cr_assert_eq(buf[0], 0x5a + i);
+		cr_assert_eq(buf[1023], 0x5a + i, "block %u is home whole", i);
+	}
+	close(fd);
+	super_unmount(&fs);
+	cr_assert(fsck_clean());
+}
