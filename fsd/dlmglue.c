@@ -541,6 +541,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 	pthread_mutex_unlock(&g->mtx);
 }
 
+static void bast_queue(struct fsd_glue *g, struct fsd_lockres *lr);
+
 static void
 on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
 {
@@ -563,7 +565,7 @@ on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
 		pthread_cond_signal(&g->dc_cv);		/* it watches the hold's end */
 	else {
 		lr->flags |= LR_BLOCKED;
-		queue_downconvert(g, lr);
+		bast_queue(g, lr);
 	}
 	pthread_mutex_unlock(&g->mtx);
 }
@@ -740,11 +742,15 @@ queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
 	pthread_cond_broadcast(&lr->cv);	/* LKF_NOFLUSHWAIT waiters give up */
 }
 
+static void downconvert_one(struct fsd_glue *g, struct fsd_lockres *lr);
+
 /*
  * The flush thread: the lock type's invalidate has the kernel unmap the
  * file's pages, write back the dirty ones (WRITE requests, which our
  * other threads serve), and drop them all (meta_invalidate). Then the
- * downconvert goes on.
+ * downconvert goes on: here, when no other flush waits (a wakeup of the
+ * downconvert thread less on the handoff's path), else in the downconvert
+ * thread, lest the flushes queued behind wait for its write home.
  *
  * The kernel waits for every page a request of ours holds locked: a
  * READ reading it in, a write(2) or a writeback. Those requests must not
@@ -752,9 +758,12 @@ queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
  * come in meanwhile (flush_lets_in), and the writeback takes no RW lock
  * (file_writepage). Pages such holders bring in are flushed again, up to
  * FLUSH_ROUNDS times, lest a busy mapping here starve the other node.
- * This thread waits for nothing else; the downconvert thread hands over
- * and goes on with other locks, and the inval thread's waits are not
- * ours either.
+ * Beyond the kernel, this thread waits only for what the downconvert
+ * thread waits for, neither of which waits for the kernel's pages or
+ * a lock of ours: the journal's write home (under the journal's own
+ * mutex, never held across a lock wait) and dlmd's answer. The
+ * downconvert thread hands over and goes on with other locks, and the
+ * inval thread's waits are not ours either.
  *
  * One wait remains: a write(2) whose last page is partial keeps it locked
  * while its WRITE waits for the RW lock, which another node's truncate
@@ -794,7 +803,11 @@ flush_loop(void *arg)
 		g->fl_cur = NULL;
 		if (lr->flags & LR_FLUSHING) {
 			lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
-			queue_downconvert(g, lr);
+			pthread_cond_broadcast(&lr->cv);
+			if (g->fl_head == NULL)
+				downconvert_one(g, lr);
+			else
+				queue_downconvert(g, lr);
 		}
 		pthread_cond_broadcast(&lr->cv);
 	}
@@ -818,6 +831,18 @@ flush_stuck(struct fsd_glue *g)
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	return !ts_before(&now, &g->fl_deadline);
+}
+
+/*
+ * Must lr's pages be flushed before it comes down to target, and may
+ * that flush start? Not again while its last flush, given up on, is
+ * still under way, nor behind a flush stuck in the kernel. glue->mtx held.
+ */
+static int
+flush_first(struct fsd_glue *g, const struct fsd_lockres *lr, int target)
+{
+	return !(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr &&
+	    !flush_stuck(g);
 }
 
 /*
@@ -889,8 +914,9 @@ downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it
 		return 0;
 	target = compat_level(lr->blocking);
 	if (lr->flags & LR_BUSY) {
-		/* our own upconvert would wait for the other node forever: withdraw it */
-		if (!(lr->flags & LR_CANCEL) && lr->level >= 0) {
+		/* our own upconvert would wait for the other node forever: withdraw it
+		   (a downconvert in flight, the flush thread's, ends by itself) */
+		if (!(lr->flags & LR_CANCEL) && lr->level >= 0 && lr->requested > lr->level) {
 			log_debug("lock %s: cancelling our request", lr->name);
 			send_cancel(g, lr);
 		}
@@ -906,10 +932,7 @@ downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it
 	}
 	if (holders_conflict(lr, lr->blocking))
 		return 0;	/* the last conflicting unlock queues it again */
-	/* (not again while its last flush, given up on, is still under way, nor behind
-	   a flush stuck in the kernel) */
-	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr &&
-	    !flush_stuck(g)) {
+	if (flush_first(g, lr, target)) {
 		queue_flush(g, lr);
 		return 0;
 	}
@@ -960,28 +983,18 @@ downconvert_end(struct dc_item *it)
 }
 
 /*
- * Every lock queued for a downconvert, at most DC_BATCH, in one pass:
- * each that may come down is written home, then all requests go to dlmd
- * together and their answers are awaited together. The first write home
- * commits and checkpoints the journal; the others then find their
- * changes home already (journal_write_home) and cost no I/O: one
- * commit and checkpoint for the batch, not one each. glue->mtx held.
+ * The n downconverts begun in items: each is written home, then all
+ * requests go to dlmd together and their answers are awaited together.
+ * The first write home commits and checkpoints the journal; the others
+ * then find their changes home already (journal_write_home) and cost no
+ * I/O: one commit and checkpoint for the batch, not one each. glue->mtx
+ * held, released meanwhile.
  */
 static void
-downconvert_batch(struct fsd_glue *g)
+downconvert_run(struct fsd_glue *g, struct dc_item *items, unsigned n)
 {
-	struct dc_item items[DC_BATCH];
-	struct fsd_lockres *lr;
-	unsigned n = 0, i;
+	unsigned i;
 
-	while (n < DC_BATCH && (lr = g->dc_head) != NULL) {
-		if ((g->dc_head = lr->dcnext) == NULL)
-			g->dc_tail = NULL;
-		lr->flags &= ~LR_QUEUED;
-		n += (unsigned)downconvert_begin(g, lr, &items[n]);
-	}
-	if (n == 0)
-		return;
 	pthread_mutex_unlock(&g->mtx);
 	for (i = 0; i < n; i++)
 		downconvert_prepare(g, &items[i]);
@@ -994,6 +1007,52 @@ downconvert_batch(struct fsd_glue *g)
 			pthread_cond_wait(&items[i].lr->cv, &g->mtx);
 		downconvert_end(&items[i]);
 	}
+}
+
+/* Every lock queued for a downconvert, at most DC_BATCH, in one pass. glue->mtx held. */
+static void
+downconvert_batch(struct fsd_glue *g)
+{
+	struct dc_item items[DC_BATCH];
+	struct fsd_lockres *lr;
+	unsigned n = 0;
+
+	while (n < DC_BATCH && (lr = g->dc_head) != NULL) {
+		if ((g->dc_head = lr->dcnext) == NULL)
+			g->dc_tail = NULL;
+		lr->flags &= ~LR_QUEUED;
+		n += (unsigned)downconvert_begin(g, lr, &items[n]);
+	}
+	if (n > 0)
+		downconvert_run(g, items, n);
+}
+
+/* lr's downconvert by this thread, if it may come down now. glue->mtx held. */
+static void
+downconvert_one(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	struct dc_item it;
+
+	if (downconvert_begin(g, lr, &it))
+		downconvert_run(g, &it, 1);
+}
+
+/*
+ * A BAST's downconvert that starts with a flush of lr's pages goes
+ * straight to the flush thread, which then converts too (flush_loop):
+ * two wakeups of the downconvert thread less on the handoff's path.
+ * Anything else is the downconvert thread's to decide. glue->mtx held.
+ */
+static void
+bast_queue(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	int target = compat_level(lr->blocking);
+
+	if (!(lr->flags & (LR_BUSY | LR_FLUSHING | LR_QUEUED)) && lr->level > target &&
+	    !holders_conflict(lr, lr->blocking) && flush_first(g, lr, target))
+		queue_flush(g, lr);
+	else
+		queue_downconvert(g, lr);
 }
 
 /*
