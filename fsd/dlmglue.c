@@ -912,11 +912,13 @@ downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it
 
 	if (!(lr->flags & LR_BLOCKED))
 		return 0;
+	/* the flush thread's, or the downconvert thread's: its end looks again */
+	if (lr->flags & LR_DOWNCONVERTING)
+		return 0;
 	target = compat_level(lr->blocking);
 	if (lr->flags & LR_BUSY) {
-		/* our own upconvert would wait for the other node forever: withdraw it
-		   (a downconvert in flight, the flush thread's, ends by itself) */
-		if (!(lr->flags & LR_CANCEL) && lr->level >= 0 && lr->requested > lr->level) {
+		/* our own upconvert would wait for the other node forever: withdraw it */
+		if (!(lr->flags & LR_CANCEL) && lr->level >= 0) {
 			log_debug("lock %s: cancelling our request", lr->name);
 			send_cancel(g, lr);
 		}
@@ -940,7 +942,7 @@ downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it
 	it->target = target;
 	it->from = lr->level;
 	it->flushed = (lr->flags & LR_FLUSHED) != 0;
-	lr->flags = (lr->flags & ~LR_FLUSHED) | LR_BUSY;
+	lr->flags = (lr->flags & ~LR_FLUSHED) | LR_BUSY | LR_DOWNCONVERTING;
 	return 1;
 }
 
@@ -965,7 +967,7 @@ downconvert_prepare(struct fsd_glue *g, struct dc_item *it)
 
 /* lr's downconvert is answered. glue->mtx held. */
 static void
-downconvert_end(struct dc_item *it)
+downconvert_end(struct fsd_glue *g, struct dc_item *it)
 {
 	struct fsd_lockres *lr = it->lr;
 
@@ -974,11 +976,12 @@ downconvert_end(struct dc_item *it)
 		    strerror(lr->status));
 	else if (lr->level < it->from)
 		hold_gave(lr);
-	/* a BAST for a higher level may have come meanwhile: it stays queued */
+	lr->flags &= ~LR_DOWNCONVERTING;
 	if (lr->level <= compat_level(lr->blocking)) {
 		lr->flags &= ~LR_BLOCKED;
 		lr->blocking = 0;
-	}
+	} else if (!holders_conflict(lr, lr->blocking))
+		queue_downconvert(g, lr);	/* a BAST for a higher level came meanwhile */
 	pthread_cond_broadcast(&lr->cv);
 }
 
@@ -1005,7 +1008,7 @@ downconvert_run(struct fsd_glue *g, struct dc_item *items, unsigned n)
 	for (i = 0; i < n; i++) {
 		while (items[i].lr->flags & LR_BUSY)
 			pthread_cond_wait(&items[i].lr->cv, &g->mtx);
-		downconvert_end(&items[i]);
+		downconvert_end(g, &items[i]);
 	}
 }
 
@@ -1071,7 +1074,8 @@ drop_idle(struct fsd_glue *g)
 
 	hold_forget(g, lr);
 
-	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
+	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING | LR_DOWNCONVERTING)) ||
+	    g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
 	lr->flags |= LR_DROPPING;
 	if (lr->level >= 0 && !g->dead_conn) {
