@@ -1227,6 +1227,11 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	    pthread_create(&g->iv_thread, NULL, inval_loop, g) != 0 ||
 	    pthread_create(&g->fl_thread, NULL, flush_loop, g) != 0)
 		fatalx("cannot start the lock threads");
+	/* named for perf and top (bench/fsd_handoff_legs.sh tells them apart) */
+	pthread_setname_np(g->dispatch_thread, "fsd-dispatch");
+	pthread_setname_np(g->dc_thread, "fsd-downconv");
+	pthread_setname_np(g->iv_thread, "fsd-inval");
+	pthread_setname_np(g->fl_thread, "fsd-flush");
 	return 0;
 }
 
