@@ -9,7 +9,10 @@
  * fsd_lock_ops, each defined by the module that owns what the lock
  * guards) on the way: the flush of cached pages its needs_flush asks for
  * (by the flush thread), write_home and set_lvb when leaving EX, refresh
- * and invalidate when going to NL. A holder that needs a higher level
+ * and invalidate when going to NL. A downconvert that starts with a
+ * flush goes from the BAST straight to the flush thread, which then
+ * converts too (bast_queue, flush_loop): no downconvert thread wakeups
+ * on a file's handoff. A holder that needs a higher level
  * than granted converts up and waits for the AST; the first holder after
  * a grant from NL waits for any fs recovery of a dead node to finish
  * (LOCK_TYPE_REQUIRES_REFRESH), and the type's refresh forgets what was
@@ -534,7 +537,8 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 	} else if (lr->level < 0)
 		lr->lockid = 0;		/* a refused or cancelled new lock is gone */
 	lr->flags &= ~(LR_BUSY | LR_CANCEL);
-	if ((lr->flags & LR_BLOCKED) && !(lr->flags & LR_DROPPING) &&
+	/* (the answer to a downconvert: its own thread looks again, downconvert_end) */
+	if ((lr->flags & LR_BLOCKED) && !(lr->flags & (LR_DROPPING | LR_DOWNCONVERTING)) &&
 	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(g, lr);
 	pthread_cond_broadcast(&lr->cv);
@@ -768,8 +772,10 @@ static void downconvert_one(struct fsd_glue *g, struct fsd_lockres *lr);
  * One wait remains: a write(2) whose last page is partial keeps it locked
  * while its WRITE waits for the RW lock, which another node's truncate
  * may hold while it waits for this META lock. The downconvert thread
- * then gives up on the flush after FLUSH_WAIT_MS (flush_overdue): the
- * lock goes down, the truncate ends, and the flush with it.
+ * then gives up on the flush after FLUSH_WAIT_MS, or at most twice that
+ * (flush_overdue; it looks at least that often, unasked, so that a flush
+ * costs it no wakeup): the lock goes down, the truncate ends, and the
+ * flush with it.
  */
 static void *
 flush_loop(void *arg)
@@ -792,7 +798,6 @@ flush_loop(void *arg)
 		for (round = 1;; round++) {
 			lr->flush_passes = 0;
 			fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &g->fl_deadline);
-			pthread_cond_signal(&g->dc_cv);		/* it watches the deadline */
 			pthread_mutex_unlock(&g->mtx);
 			lr->ops->invalidate(fs, lr->owner);
 			pthread_mutex_lock(&g->mtx);
@@ -980,7 +985,7 @@ downconvert_end(struct fsd_glue *g, struct dc_item *it)
 	if (lr->level <= compat_level(lr->blocking)) {
 		lr->flags &= ~LR_BLOCKED;
 		lr->blocking = 0;
-	} else if (!holders_conflict(lr, lr->blocking))
+	} else if (lr->status == 0 && !holders_conflict(lr, lr->blocking))
 		queue_downconvert(g, lr);	/* a BAST for a higher level came meanwhile */
 	pthread_cond_broadcast(&lr->cv);
 }
@@ -1166,10 +1171,10 @@ downconvert_loop(void *arg)
 				until = g->fl_deadline;
 				timed = 1;
 			}
-			if (timed)
-				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &until);
-			else
-				pthread_cond_wait(&g->dc_cv, &g->mtx);
+			/* a flush begun while we sleep is looked at within FLUSH_WAIT_MS */
+			if (!timed)
+				fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &until);
+			pthread_cond_timedwait(&g->dc_cv, &g->mtx, &until);
 		}
 		holds_over(g, &until);
 		if (g->dc_head == NULL) {
