@@ -9,7 +9,10 @@
  * fsd_lock_ops, each defined by the module that owns what the lock
  * guards) on the way: the flush of cached pages its needs_flush asks for
  * (by the flush thread), write_home and set_lvb when leaving EX, refresh
- * and invalidate when going to NL. A holder that needs a higher level
+ * and invalidate when going to NL. A downconvert that starts with a
+ * flush goes from the BAST straight to the flush thread, which then
+ * converts too (bast_queue, flush_loop): no downconvert thread wakeups
+ * on a file's handoff. A holder that needs a higher level
  * than granted converts up and waits for the AST; the first holder after
  * a grant from NL waits for any fs recovery of a dead node to finish
  * (LOCK_TYPE_REQUIRES_REFRESH), and the type's refresh forgets what was
@@ -534,12 +537,15 @@ on_ast(struct dlmc *dc, const struct dlmc_ast *ast, void *arg)
 	} else if (lr->level < 0)
 		lr->lockid = 0;		/* a refused or cancelled new lock is gone */
 	lr->flags &= ~(LR_BUSY | LR_CANCEL);
-	if ((lr->flags & LR_BLOCKED) && !(lr->flags & LR_DROPPING) &&
+	/* (the answer to a downconvert: its own thread looks again, downconvert_end) */
+	if ((lr->flags & LR_BLOCKED) && !(lr->flags & (LR_DROPPING | LR_DOWNCONVERTING)) &&
 	    !holders_conflict(lr, lr->blocking))
 		queue_downconvert(g, lr);
 	pthread_cond_broadcast(&lr->cv);
 	pthread_mutex_unlock(&g->mtx);
 }
+
+static void bast_queue(struct fsd_glue *g, struct fsd_lockres *lr);
 
 static void
 on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
@@ -563,7 +569,7 @@ on_bast(struct dlmc *dc, const struct dlmc_bast *b, void *arg)
 		pthread_cond_signal(&g->dc_cv);		/* it watches the hold's end */
 	else {
 		lr->flags |= LR_BLOCKED;
-		queue_downconvert(g, lr);
+		bast_queue(g, lr);
 	}
 	pthread_mutex_unlock(&g->mtx);
 }
@@ -740,11 +746,15 @@ queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
 	pthread_cond_broadcast(&lr->cv);	/* LKF_NOFLUSHWAIT waiters give up */
 }
 
+static void downconvert_one(struct fsd_glue *g, struct fsd_lockres *lr);
+
 /*
  * The flush thread: the lock type's invalidate has the kernel unmap the
  * file's pages, write back the dirty ones (WRITE requests, which our
  * other threads serve), and drop them all (meta_invalidate). Then the
- * downconvert goes on.
+ * downconvert goes on: here, when no other flush waits (a wakeup of the
+ * downconvert thread less on the handoff's path), else in the downconvert
+ * thread, lest the flushes queued behind wait for its write home.
  *
  * The kernel waits for every page a request of ours holds locked: a
  * READ reading it in, a write(2) or a writeback. Those requests must not
@@ -752,15 +762,20 @@ queue_flush(struct fsd_glue *g, struct fsd_lockres *lr)
  * come in meanwhile (flush_lets_in), and the writeback takes no RW lock
  * (file_writepage). Pages such holders bring in are flushed again, up to
  * FLUSH_ROUNDS times, lest a busy mapping here starve the other node.
- * This thread waits for nothing else; the downconvert thread hands over
- * and goes on with other locks, and the inval thread's waits are not
- * ours either.
+ * Beyond the kernel, this thread waits only for what the downconvert
+ * thread waits for, neither of which waits for the kernel's pages or
+ * a lock of ours: the journal's write home (under the journal's own
+ * mutex, never held across a lock wait) and dlmd's answer. The
+ * downconvert thread hands over and goes on with other locks, and the
+ * inval thread's waits are not ours either.
  *
  * One wait remains: a write(2) whose last page is partial keeps it locked
  * while its WRITE waits for the RW lock, which another node's truncate
  * may hold while it waits for this META lock. The downconvert thread
- * then gives up on the flush after FLUSH_WAIT_MS (flush_overdue): the
- * lock goes down, the truncate ends, and the flush with it.
+ * then gives up on the flush after FLUSH_WAIT_MS, or at most twice that
+ * (flush_overdue; it looks at least that often, unasked, so that a flush
+ * costs it no wakeup): the lock goes down, the truncate ends, and the
+ * flush with it.
  */
 static void *
 flush_loop(void *arg)
@@ -783,7 +798,6 @@ flush_loop(void *arg)
 		for (round = 1;; round++) {
 			lr->flush_passes = 0;
 			fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &g->fl_deadline);
-			pthread_cond_signal(&g->dc_cv);		/* it watches the deadline */
 			pthread_mutex_unlock(&g->mtx);
 			lr->ops->invalidate(fs, lr->owner);
 			pthread_mutex_lock(&g->mtx);
@@ -794,7 +808,11 @@ flush_loop(void *arg)
 		g->fl_cur = NULL;
 		if (lr->flags & LR_FLUSHING) {
 			lr->flags = (lr->flags & ~LR_FLUSHING) | LR_FLUSHED;
-			queue_downconvert(g, lr);
+			pthread_cond_broadcast(&lr->cv);
+			if (g->fl_head == NULL)
+				downconvert_one(g, lr);
+			else
+				queue_downconvert(g, lr);
 		}
 		pthread_cond_broadcast(&lr->cv);
 	}
@@ -818,6 +836,18 @@ flush_stuck(struct fsd_glue *g)
 		return 0;
 	clock_gettime(CLOCK_REALTIME, &now);
 	return !ts_before(&now, &g->fl_deadline);
+}
+
+/*
+ * Must lr's pages be flushed before it comes down to target, and may
+ * that flush start? Not again while its last flush, given up on, is
+ * still under way, nor behind a flush stuck in the kernel. glue->mtx held.
+ */
+static int
+flush_first(struct fsd_glue *g, const struct fsd_lockres *lr, int target)
+{
+	return !(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr &&
+	    !flush_stuck(g);
 }
 
 /*
@@ -887,6 +917,9 @@ downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it
 
 	if (!(lr->flags & LR_BLOCKED))
 		return 0;
+	/* the flush thread's, or the downconvert thread's: its end looks again */
+	if (lr->flags & LR_DOWNCONVERTING)
+		return 0;
 	target = compat_level(lr->blocking);
 	if (lr->flags & LR_BUSY) {
 		/* our own upconvert would wait for the other node forever: withdraw it */
@@ -906,10 +939,7 @@ downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it
 	}
 	if (holders_conflict(lr, lr->blocking))
 		return 0;	/* the last conflicting unlock queues it again */
-	/* (not again while its last flush, given up on, is still under way, nor behind
-	   a flush stuck in the kernel) */
-	if (!(lr->flags & LR_FLUSHED) && must_flush(lr, target) && g->fl_cur != lr &&
-	    !flush_stuck(g)) {
+	if (flush_first(g, lr, target)) {
 		queue_flush(g, lr);
 		return 0;
 	}
@@ -917,7 +947,7 @@ downconvert_begin(struct fsd_glue *g, struct fsd_lockres *lr, struct dc_item *it
 	it->target = target;
 	it->from = lr->level;
 	it->flushed = (lr->flags & LR_FLUSHED) != 0;
-	lr->flags = (lr->flags & ~LR_FLUSHED) | LR_BUSY;
+	lr->flags = (lr->flags & ~LR_FLUSHED) | LR_BUSY | LR_DOWNCONVERTING;
 	return 1;
 }
 
@@ -942,7 +972,7 @@ downconvert_prepare(struct fsd_glue *g, struct dc_item *it)
 
 /* lr's downconvert is answered. glue->mtx held. */
 static void
-downconvert_end(struct dc_item *it)
+downconvert_end(struct fsd_glue *g, struct dc_item *it)
 {
 	struct fsd_lockres *lr = it->lr;
 
@@ -951,37 +981,28 @@ downconvert_end(struct dc_item *it)
 		    strerror(lr->status));
 	else if (lr->level < it->from)
 		hold_gave(lr);
-	/* a BAST for a higher level may have come meanwhile: it stays queued */
+	lr->flags &= ~LR_DOWNCONVERTING;
 	if (lr->level <= compat_level(lr->blocking)) {
 		lr->flags &= ~LR_BLOCKED;
 		lr->blocking = 0;
-	}
+	} else if (lr->status == 0 && !holders_conflict(lr, lr->blocking))
+		queue_downconvert(g, lr);	/* a BAST for a higher level came meanwhile */
 	pthread_cond_broadcast(&lr->cv);
 }
 
 /*
- * Every lock queued for a downconvert, at most DC_BATCH, in one pass:
- * each that may come down is written home, then all requests go to dlmd
- * together and their answers are awaited together. The first write home
- * commits and checkpoints the journal; the others then find their
- * changes home already (journal_write_home) and cost no I/O: one
- * commit and checkpoint for the batch, not one each. glue->mtx held.
+ * The n downconverts begun in items: each is written home, then all
+ * requests go to dlmd together and their answers are awaited together.
+ * The first write home commits and checkpoints the journal; the others
+ * then find their changes home already (journal_write_home) and cost no
+ * I/O: one commit and checkpoint for the batch, not one each. glue->mtx
+ * held, released meanwhile.
  */
 static void
-downconvert_batch(struct fsd_glue *g)
+downconvert_run(struct fsd_glue *g, struct dc_item *items, unsigned n)
 {
-	struct dc_item items[DC_BATCH];
-	struct fsd_lockres *lr;
-	unsigned n = 0, i;
+	unsigned i;
 
-	while (n < DC_BATCH && (lr = g->dc_head) != NULL) {
-		if ((g->dc_head = lr->dcnext) == NULL)
-			g->dc_tail = NULL;
-		lr->flags &= ~LR_QUEUED;
-		n += (unsigned)downconvert_begin(g, lr, &items[n]);
-	}
-	if (n == 0)
-		return;
 	pthread_mutex_unlock(&g->mtx);
 	for (i = 0; i < n; i++)
 		downconvert_prepare(g, &items[i]);
@@ -992,8 +1013,54 @@ downconvert_batch(struct fsd_glue *g)
 	for (i = 0; i < n; i++) {
 		while (items[i].lr->flags & LR_BUSY)
 			pthread_cond_wait(&items[i].lr->cv, &g->mtx);
-		downconvert_end(&items[i]);
+		downconvert_end(g, &items[i]);
 	}
+}
+
+/* Every lock queued for a downconvert, at most DC_BATCH, in one pass. glue->mtx held. */
+static void
+downconvert_batch(struct fsd_glue *g)
+{
+	struct dc_item items[DC_BATCH];
+	struct fsd_lockres *lr;
+	unsigned n = 0;
+
+	while (n < DC_BATCH && (lr = g->dc_head) != NULL) {
+		if ((g->dc_head = lr->dcnext) == NULL)
+			g->dc_tail = NULL;
+		lr->flags &= ~LR_QUEUED;
+		n += (unsigned)downconvert_begin(g, lr, &items[n]);
+	}
+	if (n > 0)
+		downconvert_run(g, items, n);
+}
+
+/* lr's downconvert by this thread, if it may come down now. glue->mtx held. */
+static void
+downconvert_one(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	struct dc_item it;
+
+	if (downconvert_begin(g, lr, &it))
+		downconvert_run(g, &it, 1);
+}
+
+/*
+ * A BAST's downconvert that starts with a flush of lr's pages goes
+ * straight to the flush thread, which then converts too (flush_loop):
+ * two wakeups of the downconvert thread less on the handoff's path.
+ * Anything else is the downconvert thread's to decide. glue->mtx held.
+ */
+static void
+bast_queue(struct fsd_glue *g, struct fsd_lockres *lr)
+{
+	int target = compat_level(lr->blocking);
+
+	if (!(lr->flags & (LR_BUSY | LR_FLUSHING | LR_QUEUED)) && lr->level > target &&
+	    !holders_conflict(lr, lr->blocking) && flush_first(g, lr, target))
+		queue_flush(g, lr);
+	else
+		queue_downconvert(g, lr);
 }
 
 /*
@@ -1012,7 +1079,8 @@ drop_idle(struct fsd_glue *g)
 
 	hold_forget(g, lr);
 
-	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING)) || g->fl_cur == lr)
+	while ((lr->flags & (LR_BUSY | LR_REFRESHING | LR_FLUSHING | LR_DOWNCONVERTING)) ||
+	    g->fl_cur == lr)
 		pthread_cond_wait(&lr->cv, &g->mtx);
 	lr->flags |= LR_DROPPING;
 	if (lr->level >= 0 && !g->dead_conn) {
@@ -1103,10 +1171,10 @@ downconvert_loop(void *arg)
 				until = g->fl_deadline;
 				timed = 1;
 			}
-			if (timed)
-				pthread_cond_timedwait(&g->dc_cv, &g->mtx, &until);
-			else
-				pthread_cond_wait(&g->dc_cv, &g->mtx);
+			/* a flush begun while we sleep is looked at within FLUSH_WAIT_MS */
+			if (!timed)
+				fsd_deadline(CLOCK_REALTIME, FLUSH_WAIT_MS, &until);
+			pthread_cond_timedwait(&g->dc_cv, &g->mtx, &until);
 		}
 		holds_over(g, &until);
 		if (g->dc_head == NULL) {
@@ -1164,6 +1232,11 @@ glue_start(struct fsd *fs, const char *rundir, const char *domain, unsigned lock
 	    pthread_create(&g->iv_thread, NULL, inval_loop, g) != 0 ||
 	    pthread_create(&g->fl_thread, NULL, flush_loop, g) != 0)
 		fatalx("cannot start the lock threads");
+	/* named for perf and top (bench/fsd_handoff_legs.sh tells them apart) */
+	pthread_setname_np(g->dispatch_thread, "fsd-dispatch");
+	pthread_setname_np(g->dc_thread, "fsd-downconv");
+	pthread_setname_np(g->iv_thread, "fsd-inval");
+	pthread_setname_np(g->fl_thread, "fsd-flush");
 	return 0;
 }
 

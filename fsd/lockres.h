@@ -27,6 +27,8 @@
 #define LR_FLUSHING	0x800	/* on the flush queue or flushing (flush_loop) */
 #define LR_FLUSHED	0x1000	/* flushed: the downconvert goes on */
 #define LR_HELD		0x2000	/* a BAST waits for the hold time to end (holdtime.c) */
+#define LR_DOWNCONVERTING 0x4000 /* a thread runs its downconvert (downconvert_begin to
+				   _end): only that thread lets LR_BLOCKED go */
 
 /*
  * The mutex over every lock resource's state: the glue's, or one for the

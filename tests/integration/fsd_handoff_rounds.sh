@@ -7,8 +7,10 @@
 # request for EX per node and round, not a PR then an EX. Every read sees
 # the round's bytes and, under relatime, an atime past the write's mtime.
 # Then both nodes only read: the reader's guess that atime moves again
-# ends, both share PR, and the rounds ask dlmd for nothing. fsck.ocfs2
-# finds the volume clean at the end.
+# ends, both share PR, and the rounds ask dlmd for nothing. The write
+# rounds' handoffs go from the BAST to the flush thread, which writes
+# home and converts: each fsd's downconvert thread (fsd-downconv) is
+# not woken for them. fsck.ocfs2 finds the volume clean at the end.
 #   FSD_HANDOFF_ROUNDS   rounds of each part (default 40)
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
@@ -62,6 +64,20 @@ cost += upconverts() - start
 print(cost)
 PY
 }
+# dc_switches K: context switches of node K's downconvert thread so far.
+dc_switches() {
+	local pid t
+	pid=$(cat "$LOCALCLUSTER_DIR/node$1/pids/fsd.pid")
+	for t in /proc/"$pid"/task/*; do
+		if [[ $(cat "$t/comm" 2>/dev/null) == fsd-downconv ]]; then
+			awk '/ctxt_switches/ { n += $2 } END { print n }' "$t/status"
+			return
+		fi
+	done
+	echo "no fsd-downconv thread in node$1's fsd ($pid)" >&2
+	return 1
+}
+
 export -f upconverts mounts_json lc
 export O2CTL LOCALCLUSTER LOCALCLUSTER_DIR LOCALCLUSTER_PORT
 
@@ -73,6 +89,7 @@ check "node2 sees the file" test -s "${M[2]}/f"
 rounds write "${M[1]}/f" "${M[2]}/f" 4 >/dev/null
 
 echo "-- write on node1, read on node2 ($ROUNDS rounds, relatime)"
+sw1=$(dc_switches 1) && sw2=$(dc_switches 2) || fail "the downconvert threads are not found"
 if n=$(rounds write "${M[1]}/f" "${M[2]}/f" "$ROUNDS"); then
 	pass "every read saw the round's bytes and moved atime"
 	# two handoffs a round: node2's EX (its read and atime), node1's EX
@@ -81,6 +98,15 @@ if n=$(rounds write "${M[1]}/f" "${M[2]}/f" "$ROUNDS"); then
 	# one before left mtime (so atime) alone, for reads at PR again
 	check "at most 2 upconverts a round, and a few ($n in $ROUNDS rounds)" \
 	    test "$n" -le $((2 * ROUNDS + ROUNDS / 4 + 4))
+	# Each node gives the lock once a round. Before, its downconvert
+	# thread woke three times or more for each (the BAST, the flush's
+	# end, the write home's I/O); now a hold that grew for a round, a
+	# flush it looks at unasked, an idle lock dropped wake it sometimes.
+	for k in 1 2; do
+		d=$(($(dc_switches $k) - sw$k))
+		check "node$k's downconvert thread sat the handoffs out ($d wakeups in $ROUNDS rounds)" \
+		    test "$d" -lt $((2 * ROUNDS))
+	done
 else
 	fail "write/read rounds: $n"
 fi
