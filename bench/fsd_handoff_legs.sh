@@ -17,27 +17,15 @@ source "$TOP/tests/lib.sh"
 
 ROUNDS=200
 MOUNT_OPTS=
-LCDIR=/tmp/ocfs2-bench-fsd-legs-$$
+LC_DIR=/tmp/ocfs2-bench-fsd-legs-$$
 PORT=$((20000 + RANDOM % 20000))
-usage() {
-	echo "usage: bench/fsd_handoff_legs.sh [--rounds N] [--mount-opts OPTS] [--lc-dir DIR] [--port PORT]" >&2
-	exit 2
-}
-while [[ $# -gt 0 ]]; do
-	[[ $# -ge 2 ]] || usage
-	case $1 in
-	--rounds) ROUNDS=$2 ;;
-	--mount-opts) MOUNT_OPTS=$2 ;;
-	--lc-dir) LCDIR=$2 ;;
-	--port) PORT=$2 ;;
-	*) usage ;;
-	esac
-	shift 2
-done
+source "$TOP/bench/options.inc"
+bench_options "bench/fsd_handoff_legs.sh [--rounds N] [--mount-opts OPTS] [--lc-dir DIR] [--port PORT]" \
+    rounds mount-opts lc-dir port -- "$@"
 CLIENT=$BUILD/bench/fsd_cluster
 [[ -x $CLIENT ]] || { echo "fsd_handoff_legs: $CLIENT missing (make bench builds it)"; exit 1; }
-[[ ! -e $LCDIR ]] || { echo "fsd_handoff_legs: $LCDIR exists: choose another --lc-dir"; exit 1; }
-export LOCALCLUSTER_DIR=$LCDIR LOCALCLUSTER_PORT=$PORT
+[[ ! -e $LC_DIR ]] || { echo "fsd_handoff_legs: $LC_DIR exists: choose another --lc-dir"; exit 1; }
+export LOCALCLUSTER_DIR=$LC_DIR LOCALCLUSTER_PORT=$PORT
 source "$TOP/bench/lib.inc" fsd-legs
 die() { echo "fsd_handoff_legs: $*"; exit 1; }
 if ! command -v perf >/dev/null || ! perf sched record -a -o "$W/probe" -- true >/dev/null 2>&1; then
@@ -50,7 +38,7 @@ M=()
 for k in 1 2; do
 	M[k]=$(lc mount "$k" ${MOUNT_OPTS:+-o "$MOUNT_OPTS"}) || die "node$k did not mount"
 done
-pid() { cat "$LCDIR/node$1/pids/$2.pid"; }
+pid() { cat "$LC_DIR/node$1/pids/$2.pid"; }
 pp() { "$CLIENT" pingpong "${M[1]}/legs" "${M[2]}/legs" "$1"; }
 # the first rounds settle where each lock sits and how long it holds
 pp 50 >/dev/null || die "the warm-up ping-pong failed"
