@@ -68,7 +68,7 @@ ctl_status_fill(struct fsd *fs, const char *mountpoint, Fsd__FsdStatus *st)
 	st->node = fs->node_num;
 	st->slot = fs->slot;
 	st->cluster_name = fs->vol.cluster_name;
-	st->journal_commits = journal_commits(fs);
+	st->journal_commits = journal_commits(fs, &st->journal_in_place);
 	journal_handle_stats(fs, &st->journal_handles, &st->journal_handles_peak,
 	    &st->journal_owner_waits);
 	st->pid = (uint32_t)getpid();

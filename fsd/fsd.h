@@ -646,7 +646,8 @@ struct fsd_inode {
 	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
-	int		 atime_moved;	/* READs here expected to move atime (inode_read_level) */
+	int64_t		 atime_moved_ms; /* the last READ here that moved atime, monotonic ms,
+					   0: none (inode_read_level) */
 	/*
 	 * 1 + the META lock's downconverts when a name was last seen to lead
 	 * here with links left (0: unknown, or this node dropped a link since):
@@ -773,8 +774,8 @@ int	 inode_stat(struct fsd *fs, struct fsd_inode *ip, struct stat *st);
  * atime, which the next one will most likely move again; else PR.
  */
 int	 inode_read_level(struct fsd *fs, struct fsd_inode *ip);
-/* A READ of ip found atime due (moved) or not. */
-void	 inode_read_moved_atime(struct fsd_inode *ip, int moved);
+/* A READ of ip found atime due: it moves. */
+void	 inode_read_moved_atime(struct fsd_inode *ip);
 /*
  * Lock ip's META for reading at want (PR or EX): EX only where it comes
  * without waiting behind a flush of the file's pages, which may wait for
@@ -1184,14 +1185,28 @@ int	 journal_stop(struct fsd_handle *h, int abort);
  */
 int	 journal_commit(struct fsd *fs);
 /*
+ * fsync: commit, and make durable every write done before the call (data
+ * written in place too) with as few flushes of the device as that takes.
+ */
+int	 journal_fsync(struct fsd *fs);
+/*
  * A test-only crash point: while the file the environment variable env
  * names exists, commit what is done, create NAME.<blkno>, log what
  * waits and wait to be killed. Nothing else reaches such windows
  * reliably (doc/append-dio.md, doc/refcount.md).
  */
 void	 journal_test_pause(struct fsd *fs, const char *env, uint64_t blkno, const char *what);
-/* Transactions committed since the mount (0 when read-only). */
-uint64_t journal_commits(struct fsd *fs);
+/*
+ * Transactions committed since the mount (0 when read-only); in_place, if
+ * not NULL, gets how many of them went home in place, not through the log.
+ */
+uint64_t journal_commits(struct fsd *fs, uint64_t *in_place);
+/*
+ * Whether inode block now differs from home in its times (and their
+ * metaecc check) only: such a one-block transaction is written home in
+ * place (fsd/journal.c, commit_in_place).
+ */
+int	 journal_times_only(const uint8_t *home, const uint8_t *now, unsigned bs);
 /* Handles begun since the mount, the most open at once, and journal_access's waits for another's block. */
 void	 journal_handle_stats(struct fsd *fs, uint64_t *handles, unsigned *peak,
 	    uint64_t *owner_waits);

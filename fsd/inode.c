@@ -321,7 +321,7 @@ inode_check_generation(struct fsd *fs, struct fsd_inode *ip, uint32_t generation
 	if (ip->generation != generation && ip->opens == 0) {
 		ip->generation = generation;
 		/* another file's reads, and links */
-		__atomic_store_n(&ip->atime_moved, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&ip->atime_moved_ms, 0, __ATOMIC_RELAXED);
 		ip->unlinked_here = 0;
 		rw = ip->rw;
 		ip->rw = NULL;
@@ -760,22 +760,50 @@ inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct time
  * Under relatime a file written on one node and read on another moves
  * atime at each read: PR for the read, then EX for atime, two requests
  * to dlmd and two handoffs from the writer (EX to PR, PR to NL) where
- * one does. So once a READ moved atime, the next read that must ask dlmd
- * anyway asks for EX at once; two reads in a row that find atime not due
- * (nothing changed since, or another node moved it first) end that: one
- * is no sign, since a write in the clock tick of the one before leaves
- * mtime, and so atime, as they were (inode_mctime_current). Only while
- * the file is open here (a stat of a file nobody reads here keeps PR)
- * and the lock not held here: a cached PR is not given up for a guess.
+ * one does. So for a while after a READ here moved atime, a read that
+ * must ask dlmd anyway asks for EX at once. A while, not a count of
+ * reads: a write in the clock tick of the write before leaves mtime, and
+ * so atime, as they were (inode_mctime_current), so reads faster than
+ * the tick find atime not due however often the file is written. The
+ * guess lasts ATIME_GUESS_TICKS ticks of the coarse clock after the last
+ * read that moved atime. Only while the file is open here (a stat of a
+ * file nobody reads here keeps PR) and the lock not held here: a cached
+ * PR is not given up for a guess.
  */
+#define ATIME_GUESS_TICKS	3
+
+static int64_t
+monotonic_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int64_t
+atime_guess_ms(void)
+{
+	static int64_t ms;
+	struct timespec res;
+
+	if (__atomic_load_n(&ms, __ATOMIC_RELAXED) == 0) {
+		if (clock_getres(CLOCK_REALTIME_COARSE, &res) != 0)
+			res.tv_nsec = 4000000;
+		__atomic_store_n(&ms, ATIME_GUESS_TICKS * ((res.tv_nsec + 999999) / 1000000),
+		    __ATOMIC_RELAXED);
+	}
+	return __atomic_load_n(&ms, __ATOMIC_RELAXED);
+}
+
 int
 inode_read_level(struct fsd *fs, struct fsd_inode *ip)
 {
+	int64_t moved = __atomic_load_n(&ip->atime_moved_ms, __ATOMIC_RELAXED);
 	int open;
 
-	if (fs->readonly || fs->opts.atime == FSD_NOATIME ||
-	    !__atomic_load_n(&ip->atime_moved, __ATOMIC_RELAXED) ||
-	    lockres_granted(ip->meta, LKM_PR))
+	if (fs->readonly || fs->opts.atime == FSD_NOATIME || moved == 0 ||
+	    monotonic_ms() - moved >= atime_guess_ms() || lockres_granted(ip->meta, LKM_PR))
 		return LKM_PR;
 	pthread_mutex_lock(&fs->itable->mtx);
 	open = ip->opens > 0;
@@ -784,12 +812,9 @@ inode_read_level(struct fsd *fs, struct fsd_inode *ip)
 }
 
 void
-inode_read_moved_atime(struct fsd_inode *ip, int moved)
+inode_read_moved_atime(struct fsd_inode *ip)
 {
-	int left = __atomic_load_n(&ip->atime_moved, __ATOMIC_RELAXED);
-
-	/* a race of two reads only shifts a guess by one read */
-	__atomic_store_n(&ip->atime_moved, moved ? 2 : left > 0 ? left - 1 : 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&ip->atime_moved_ms, monotonic_ms(), __ATOMIC_RELAXED);
 }
 
 void

@@ -114,8 +114,8 @@ fsd_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_fil
 			rc = data_read(fs, di, (uint64_t)off, size, &base, &p, &len);
 		clock_gettime(CLOCK_REALTIME, &now);
 		touch = rc == 0 && inode_atime_due(fs, di, &now);
-		if (rc == 0)
-			inode_read_moved_atime(ip, touch);
+		if (touch)
+			inode_read_moved_atime(ip);
 		inode_unlock_block(fs, ip, level, b);
 	}
 	/* before the reply: the kernel asks for the atime again once it has it */
@@ -194,8 +194,8 @@ fsd_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t of
 
 /*
  * Everything of ours is in one log: making this file durable commits it
- * all. The commit starts with an fdatasync of the device; when there was
- * nothing to commit, sync anyway so that data written in place is durable.
+ * all, and data written in place is made durable by the commit's flushes
+ * or, when there was nothing to log, a flush of its own (journal_fsync).
  */
 void
 fsd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -206,9 +206,7 @@ fsd_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *f
 	(void)ino;
 	(void)datasync;
 	(void)fi;
-	rc = journal_commit(fs);
-	if (rc == 0 && fs->journal != NULL && fdatasync(fs->vol.fd) == -1)
-		rc = -errno;
+	rc = journal_fsync(fs);
 	fuse_reply_err(req, -rc);
 }
 

@@ -134,6 +134,7 @@ status_json(FILE *f, int *first, const Fsd__FsdStatus *st)
 	json_field_uint(f, first, "orphan_scans", st->orphan_scans);
 	json_field_uint(f, first, "orphans_deleted", st->orphans_deleted);
 	json_field_uint(f, first, "journal_commits", st->journal_commits);
+	json_field_uint(f, first, "journal_in_place", st->journal_in_place);
 	json_field_uint(f, first, "journal_handles", st->journal_handles);
 	json_field_uint(f, first, "journal_handles_peak", st->journal_handles_peak);
 	json_field_uint(f, first, "journal_owner_waits", st->journal_owner_waits);
@@ -198,9 +199,10 @@ mounts_text(FILE *f, const struct mounts *ms, int detail)
 		fprintf(f, "    device %s, %s%s, fsd pid %u\n", st->device,
 		    st->cluster ? "cluster " : "no cluster stack",
 		    st->cluster ? st->cluster_name : "", st->pid);
-		fprintf(f, "    journal commits %llu, handles %llu (at most %u at once); "
-		    "slots recovered %u; orphan scans %u (%llu orphans deleted)\n",
-		    (unsigned long long)st->journal_commits,
+		fprintf(f, "    journal commits %llu (%llu of times, in place), handles %llu "
+		    "(at most %u at once); slots recovered %u; orphan scans %u (%llu orphans "
+		    "deleted)\n", (unsigned long long)st->journal_commits,
+		    (unsigned long long)st->journal_in_place,
 		    (unsigned long long)st->journal_handles, st->journal_handles_peak,
 		    st->recoveries, st->orphan_scans, (unsigned long long)st->orphans_deleted);
 		if (st->journal_owner_waits != 0)

@@ -10,7 +10,10 @@
 # ends, both share PR, and the rounds ask dlmd for nothing. The write
 # rounds' handoffs go from the BAST to the flush thread, which writes
 # home and converts: each fsd's downconvert thread (fsd-downconv) is
-# not woken for them. fsck.ocfs2 finds the volume clean at the end.
+# not woken for them. Handoffs of an inode's times alone write its block
+# home in place: the disk shows the times the other node sees, and keeps
+# them through node2's kill and node1's recovery of its slot. fsck.ocfs2
+# finds the volume clean at the end.
 #   FSD_HANDOFF_ROUNDS   rounds of each part (default 40)
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
@@ -110,6 +113,50 @@ if n=$(rounds write "${M[1]}/f" "${M[2]}/f" "$ROUNDS"); then
 else
 	fail "write/read rounds: $n"
 fi
+
+echo "-- times go home in place, and stay when node2 dies"
+# A handoff whose only change is an inode's times writes that block home
+# in place, no log (doc/lock-handoff.md): after the write rounds both
+# nodes have done so. Then node1 writes, node2 reads (its atime moves),
+# node1 stats: node2's handoff wrote the block home, which the disk shows
+# as node1 sees it, before and after node2 is killed and node1 replays
+# its log.
+in_place() { mounts_json "$1" | jq '.[0].journal_in_place'; }
+# times_seen K: atime and mtime of f as node K's mount shows them, in ns
+times_seen() {
+	python3 -c 'import os, sys; s = os.stat(sys.argv[1]); print(f"atime:{s.st_atime_ns} mtime:{s.st_mtime_ns}")' \
+	    "${M[$1]}/f"
+}
+# times_home: the same from f's inode block on the disk
+times_home() {
+	local name sec nsec rest out=()
+	while read -r name sec nsec rest; do
+		case $name in
+		atime: | mtime:) out+=("$name$((sec * 1000000000 + nsec))") ;;
+		esac
+	done < <(debugfs.ocfs2 -R "stat /f" "$IMG" 2>/dev/null)
+	echo "${out[*]}"
+}
+for k in 1 2; do
+	check "node$k wrote times home in place ($(in_place $k) times)" test "$(in_place $k)" -gt 0
+done
+before=$(in_place 2)
+sleep 0.02
+python3 -c 'import os, sys; fd = os.open(sys.argv[1], os.O_RDWR); os.pwrite(fd, b"t" * 4096, 0); os.close(fd)' "${M[1]}/f"
+check "node2 reads node1's write" sh -c "head -c 1 '${M[2]}/f' | grep -q t"
+seen=$(times_seen 1)
+check "node2's handoff of its atime went home in place" test "$(in_place 2)" -gt "$before"
+check_eq "the disk holds the times node1 sees" "$seen" "$(times_home)"
+recovered() { grep -c 'slot [0-9]* recovered (' "$LOCALCLUSTER_DIR/node1/log/fsd.log"; }
+recovered_since() { (($(recovered) > $1)); }
+seen1=$(recovered)
+lc kill 2 >/dev/null
+check "node1 recovers node2's slot" wait_for 30 recovered_since "$seen1"
+check_eq "node1 sees the same times after the recovery" "$seen" "$(times_seen 1)"
+check_eq "the disk still holds them" "$seen" "$(times_home)"
+lc umount 2 >/dev/null 2>&1
+lc start 2 >/dev/null
+run_check "node2 mounts again" node_mount 2
 
 echo "-- both nodes only read ($ROUNDS rounds)"
 rounds read "${M[1]}/f" "${M[2]}/f" 2 >/dev/null

@@ -136,7 +136,7 @@ Test(fsd_overwrite, waits_for_no_reader, .init = make_volume, .fini = remove_vol
 	cr_assert_eq(super_mount(&fs, vol_img, &mount_opts, err, sizeof(err)), 0, "%s", err);
 	ip = make_file(&fs, "f");
 	w.ip = ip;
-	commits = journal_commits(&fs);
+	commits = journal_commits(&fs, NULL);
 	/* a reader inside the file: the overwrite must not wait for it */
 	cr_assert_eq(lockres_lock(&fs, ip->meta, LKM_PR), 0);
 	cr_assert_eq(pthread_create(&t, NULL, overwrite, &w), 0);
@@ -149,7 +149,7 @@ Test(fsd_overwrite, waits_for_no_reader, .init = make_volume, .fini = remove_vol
 	cr_assert_eq(rc, 0, "the overwrite waited for the reader's PR lock");
 	cr_assert_eq(w.rc, 0);
 	cr_assert_eq(journal_commit(&fs), 0);
-	cr_assert_eq(journal_commits(&fs), commits, "the overwrite made a transaction");
+	cr_assert_eq(journal_commits(&fs, NULL), commits, "the overwrite made a transaction");
 	assert_bytes(&fs, ip, 3 * BS, BS, 'w');
 	assert_bytes(&fs, ip, 0, 3 * BS, 'x');
 	assert_bytes(&fs, ip, 4 * BS, FILE_BYTES - 4 * BS, 'x');
@@ -216,7 +216,7 @@ Test(fsd_overwrite, times_move_once_a_tick, .init = make_volume, .fini = remove_
 		memset(buf, 'a' + (int)(k % 26), sizeof(buf));
 		cr_assert_eq(file_write(&fs, ip, (k % 16) * BS, buf, sizeof(buf), 1), 0);
 		cr_assert_eq(journal_commit(&fs), 0);
-		commits = journal_commits(&fs);
+		commits = journal_commits(&fs, NULL);
 		times_of(&fs, ip, &m0, &c0);
 		tick = coarse_now();
 		cr_assert_eq(file_write(&fs, ip, ((k + 1) % 16) * BS, buf, sizeof(buf), 1), 0);
@@ -227,7 +227,7 @@ Test(fsd_overwrite, times_move_once_a_tick, .init = make_volume, .fini = remove_
 		cr_assert_eq(m1, m0, "mtime moved inside one tick");
 		cr_assert_eq(c1, c0, "ctime moved inside one tick");
 		cr_assert_eq(journal_commit(&fs), 0);
-		cr_assert_eq(journal_commits(&fs), commits, "the overwrite made a transaction");
+		cr_assert_eq(journal_commits(&fs, NULL), commits, "the overwrite made a transaction");
 		assert_bytes(&fs, ip, ((k + 1) % 16) * BS, BS, 'a' + (char)(k % 26));
 	}
 	cr_assert(same_tick, "never two writes in one tick of the coarse clock");
@@ -244,7 +244,7 @@ Test(fsd_overwrite, times_move_once_a_tick, .init = make_volume, .fini = remove_
 	cr_assert_geq(m1, tick);
 	cr_assert_eq(c1, m1);
 	cr_assert_eq(journal_commit(&fs), 0);
-	cr_assert_eq(journal_commits(&fs), commits + 1);
+	cr_assert_eq(journal_commits(&fs, NULL), commits + 1);
 	assert_bytes(&fs, ip, 5 * BS, BS, 'z');
 	inode_put(&fs, ip);
 	super_unmount(&fs);
