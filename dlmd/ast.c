@@ -183,11 +183,22 @@ send_proxy(struct dlm_lock *lk, int kind, int status, int mode)
 	wire_send(r->dom, lk->node, WIRE_PROXY_AST, &m, proxy_done, pc);
 }
 
+void
+ast_release(struct dlm_lock *lk)
+{
+	lk->ast_held = 0;
+	if (lk->ast_pending || lk->bast_pending)
+		ast_enqueue(lk);
+}
+
 static void
 ast_deliver(struct dlm_domain *d, struct dlm_lock *lk)
 {
 	int local = lk->node == d->dlmd->local_node;
 
+	/* in order, after the backup of the value it wrote (lvb.c) */
+	if (lk->ast_held)
+		return;
 	if (lk->ast_pending) {
 		lk->ast_pending = 0;
 		if (local)

@@ -178,6 +178,7 @@ struct dlm_lock {
 	int			 lvb_valid;
 	int			 lvb_put;	/* lvb holds a value to push */
 	int			 bk_state;	/* master: 1 backup sent, 2 kept elsewhere */
+	int			 ast_held;	/* master: its deliveries wait for the backup */
 	/*
 	 * The number of the holder's latest create or convert: a request,
 	 * reply or AST that a resend delivers late, after a newer request,
@@ -344,6 +345,8 @@ const char *res_printable(const struct dlm_res *);
 void	ast_hooks_init(void);
 void	ast_queue_flush(struct dlm_domain *);
 void	ast_take(struct dlm_lock *);
+/* The AST and BAST lk's ast_held kept back go out now. */
+void	ast_release(struct dlm_lock *);
 void	ast_client(struct dlm_lock *, int status);
 void	bast_client(struct dlm_lock *, int blocked);
 
@@ -434,6 +437,7 @@ seq_older(uint32_t a, uint32_t b)
 /* lvb.c: value blocks that survive the death of their master. */
 void	lvb_write(struct dlm_lock *, const uint8_t *data, size_t len);
 int	lvb_backup_first(struct dlm_lock *);
+void	lvb_backup_hold_ast(struct dlm_lock *);
 void	lvb_applied(struct dlm_res *, unsigned writer);
 void	lvb_keep_copy(struct dlm_lock *);
 void	lvb_forget(struct dlm_res *);

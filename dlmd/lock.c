@@ -200,8 +200,10 @@ drive_local(struct dlm_lock *lk)
 		    st == WS_OK ? NULL : "the request was granted meanwhile");
 		return;
 	}
-	if ((op == OP_UNLOCK || op == OP_CONVERT) && lvb_backup_first(lk))
+	if (op == OP_UNLOCK && lvb_backup_first(lk))
 		return;
+	if (op == OP_CONVERT)
+		lvb_backup_hold_ast(lk);
 	lk->op = OP_NONE;
 	switch (op) {
 	case OP_NEW:

@@ -6,8 +6,14 @@
  *  - a writer on another node than the master keeps its own copy once
  *    the master has acknowledged the write (and, until then, its
  *    request itself stands for the value: recovery re-sends it);
- *  - a writer on the master's node waits for one other member to keep a
- *    copy (LVB_BACKUP) before the master applies and acknowledges it.
+ *  - a writer on the master's node has one other member keep a copy
+ *    (LVB_BACKUP) before the master acknowledges the write. A convert
+ *    down applies at once, so the locks it unblocks are granted (with the
+ *    new value) without waiting for the copy; only the writer's AST waits
+ *    (ast_held): until it has it, nothing was acknowledged, and a master
+ *    that dies takes the writer's node with it, or leaves the value with
+ *    whoever was granted it. An unlock waits for the copy before it
+ *    applies: nobody else holds the value after it.
  *
  * Every write is numbered (lvb_version, as the master counts them), so
  * recovery takes the newest copy. A master that purges a resource tells
@@ -50,17 +56,20 @@ backup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 			log_debug("domain %s: no backup of the value block of %s (%s)",
 			    d->logname, res_printable(lk->res), strerror(err));
 		lk->bk_state = 2;
-		lock_drive(lk);
+		if (lk->ast_held)
+			ast_release(lk);
+		else
+			lock_drive(lk);
 	}
 	free(bc);
 }
 
 /*
- * A write-back by a client of the master's own node: 1 while it must
- * wait for another member to keep a copy.
+ * A write-back by a client of the master's own node: 1 while another
+ * member is asked to keep a copy and has not answered.
  */
-int
-lvb_backup_first(struct dlm_lock *lk)
+static int
+backup_wanted(struct dlm_lock *lk)
 {
 	struct dlm_res *r = lk->res;
 	struct dlm_domain *d = r->dom;
@@ -88,6 +97,21 @@ lvb_backup_first(struct dlm_lock *lk)
 	BIT_SET(r->bk_holders, n);
 	wire_send(d, n, WIRE_LVB_BACKUP, &m, backup_done, bc);
 	return 1;
+}
+
+/* An unlock that writes the value back: 1 while it must wait for the copy. */
+int
+lvb_backup_first(struct dlm_lock *lk)
+{
+	return backup_wanted(lk);
+}
+
+/* A convert that writes the value back: its AST waits for the copy, not the convert. */
+void
+lvb_backup_hold_ast(struct dlm_lock *lk)
+{
+	if (backup_wanted(lk))
+		lk->ast_held = 1;
 }
 
 /* The master applied a write-back of `writer`, which keeps a copy. */
