@@ -93,7 +93,10 @@ lc kill 3 >/dev/null
 wait "$sender"; rc=$?
 t1=$(date +%s%3N)
 check_eq "every pending request failed with EHOSTDOWN" "0" "$rc"
-check "within a second of the kill ($((t1 - t0)) ms)" test $((t1 - t0)) -lt 1000
+# the kill closes the link: no timeout is waited for (the idle timeout is
+# 30 s), but the kill of a node's sanitized daemons itself may take a second
+check "within a few seconds of the kill, not an idle timeout ($((t1 - t0)) ms)" \
+    test $((t1 - t0)) -lt 5000
 check "then: no link to node3, ENOTCONN at once" o2 1 net-send 3 --expect-errno 107
 check "node1 and node2 still talk" o2 1 net-send 2 --count 100
 check "netd logged the loss" bash -c "grep -q 'no longer connected to node 3' '$LOCALCLUSTER_DIR/node1/log/netd.log'"
