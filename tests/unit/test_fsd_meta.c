@@ -331,3 +331,90 @@ Test(fsd_meta, atime_rules)
 	fs.readonly = 1;
 	cr_assert_eq(inode_atime_due(&fs, di, &now), 0, "never on a read-only mount");
 }
+
+/*
+ * The version of an inode block's all-but-times that META's value block
+ * carries (lvb.c): the hash leaves the times and check out, a change of
+ * anything else makes a new version, and an unknown version a fresh one
+ * that vouches for no copy kept.
+ */
+Test(fsd_meta, the_untimed_hash_leaves_out_times_and_check_only)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)blk;
+	uint64_t h;
+	size_t i;
+
+	memset(blk, 0x33, sizeof(blk));
+	h = dinode_untimed_hash(blk, sizeof(blk));
+	di->i_atime = htole64(1);
+	di->i_ctime = htole64(2);
+	di->i_mtime = htole64(3);
+	di->i_atime_nsec = htole32(4);
+	di->i_ctime_nsec = htole32(5);
+	di->i_mtime_nsec = htole32(6);
+	di->i_check.bc_crc32e = htole32(7);
+	cr_assert_eq(dinode_untimed_hash(blk, sizeof(blk)), h, "a time or the check changed the hash");
+	/* every other byte counts, the last one and dtime too */
+	for (i = 0; i < sizeof(blk); i++) {
+		uint8_t was = blk[i];
+		int in_time = 0;
+		size_t r;
+
+		for (r = 0; r < DINODE_TIME_RANGES; r++)
+			in_time |= i >= dinode_time_ranges[r].off &&
+			    i < dinode_time_ranges[r].off + dinode_time_ranges[r].len;
+		blk[i] ^= 0x80;
+		if (in_time)
+			cr_assert_eq(dinode_untimed_hash(blk, sizeof(blk)), h,
+			    "byte %zu, of a time or the check, changed the hash", i);
+		else
+			cr_assert_neq(dinode_untimed_hash(blk, sizeof(blk)), h,
+			    "byte %zu changed without changing the hash", i);
+		blk[i] = was;
+	}
+}
+
+Test(fsd_meta, a_change_beyond_the_times_makes_a_new_version)
+{
+	struct fsd_lockres lr;
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)blk;
+	uint64_t first, seq;
+
+	memset(&lr, 0, sizeof(lr));
+	memset(blk, 0x11, sizeof(blk));
+	/* unknown: a fresh number, and no hash to vouch for a copy */
+	first = meta_seq_leaving(&lr, blk, sizeof(blk));
+	cr_assert_neq(first, 0);
+	cr_assert_lt(first, 1ULL << 40, "the version does not fit the value block's 40 bits");
+	cr_assert_not(lr.ino_hash_ok);
+	/* known from then on; the times alone keep it */
+	cr_assert_eq(meta_seq_leaving(&lr, blk, sizeof(blk)), first + 1,
+	    "the first known hash was not trusted to match");
+	cr_assert(lr.ino_hash_ok);
+	di->i_mtime = htole64(12345);
+	di->i_atime_nsec = htole32(6789);
+	cr_assert_eq(meta_seq_leaving(&lr, blk, sizeof(blk)), first + 1, "times made a new version");
+	di->i_size = htole64(4096);
+	seq = meta_seq_leaving(&lr, blk, sizeof(blk));
+	cr_assert_eq(seq, first + 2, "a new size kept the version");
+	di->i_dtime = htole64(1);
+	cr_assert_eq(meta_seq_leaving(&lr, blk, sizeof(blk)), seq + 1, "a dtime kept the version");
+}
+
+Test(fsd_meta, the_version_travels_in_the_value_blocks_reserved_fields)
+{
+	struct ocfs2_dinode *di = (struct ocfs2_dinode *)blk;
+	uint8_t lvb[64], none[64];
+
+	memset(blk, 0, sizeof(blk));
+	di->i_generation = htole32(0xabcdef01);
+	meta_lvb_pack(di, 0xa1b2c3d4e5ULL, lvb);
+	meta_lvb_pack(di, 0, none);
+	cr_assert_eq(lvb[0], 5, "OCFS2_LVB_VERSION");
+	cr_assert_eq(lvb[1], 0xa1);
+	cr_assert_eq(memcmp(lvb + 60, "\xb2\xc3\xd4\xe5", 4), 0);
+	/* all the rest as ocfs2_meta_lvb has it */
+	lvb[1] = 0;
+	memset(lvb + 60, 0, 4);
+	cr_assert_eq(memcmp(lvb, none, sizeof(lvb)), 0);
+}
