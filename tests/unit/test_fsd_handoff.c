@@ -5,9 +5,7 @@
  * commit and the checkpoint for one whose change is still running; the
  * checkpoint alone for one whose change is committed; and every lock
  * writes home a change of a block of no known owner, or of a block also
- * reached under another owner; a change of an inode's times alone goes
- * home in place, not through the log. The volume stays clean for
- * fsck.ocfs2.
+ * reached under another owner. The volume stays clean for fsck.ocfs2.
  */
 #include <criterion/criterion.h>
 
@@ -280,4 +278,35 @@ Test(fsd_handoff, a_change_of_times_alone_goes_home_in_place_with_metaecc,
     .init = mount_metaecc_volume, .fini = unmount_volume, .timeout = 60)
 {
 	times_go_home_in_place();
+}
+
+Test(fsd_handoff, times_only_compares_all_but_the_times)
+{
+	enum { BS = 4096 };
+	static uint8_t a[BS], b[BS];
+	struct ocfs2_dinode *da = (struct ocfs2_dinode *)a, *db = (struct ocfs2_dinode *)b;
+
+	memset(a, 0x5a, BS);
+	memcpy(b, a, BS);
+	cr_assert(journal_times_only(a, b, BS));
+	db->i_atime = htole64(1);
+	db->i_ctime = htole64(2);
+	db->i_mtime = htole64(3);
+	db->i_atime_nsec = htole32(4);
+	db->i_ctime_nsec = htole32(5);
+	db->i_mtime_nsec = htole32(6);
+	db->i_check.bc_crc32e = htole32(7);
+	db->i_check.bc_ecc = htole16(8);
+	cr_assert(journal_times_only(a, b, BS), "times and check count as times");
+	db->i_dtime = htole64(9);
+	cr_assert_not(journal_times_only(a, b, BS), "dtime is not a time kept in place");
+	db->i_dtime = da->i_dtime;
+	b[BS - 1] ^= 1;
+	cr_assert_not(journal_times_only(a, b, BS), "the block's last byte");
+	b[BS - 1] ^= 1;
+	db->i_size = htole64(10);
+	cr_assert_not(journal_times_only(a, b, BS), "the size");
+	db->i_size = da->i_size;
+	b[offsetof(struct ocfs2_dinode, i_mtime_nsec) + 4] ^= 1;
+	cr_assert_not(journal_times_only(a, b, BS), "the byte after the times");
 }
