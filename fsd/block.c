@@ -879,60 +879,6 @@ block_ref(struct fsd *fs, struct fsd_buf *b)
 	pthread_mutex_unlock(&fs->cache.mtx);
 }
 
-/* blkno's buffer if cached and valid, referenced; else NULL. Cache mutex held. */
-static struct fsd_buf *
-buf_find_locked(struct fsd_cache *c, uint64_t blkno)
-{
-	struct fsd_buf *b;
-
-	for (b = c->hash[hash_blk(c, blkno)]; b != NULL; b = b->hnext)
-		if (b->blkno == blkno)
-			break;
-	if (b == NULL || b->state != BUF_VALID)
-		return NULL;
-	if (b->refs++ == 0)
-		lru_unlink(c, b);
-	return b;
-}
-
-struct fsd_buf *
-block_cached(struct fsd *fs, uint64_t blkno)
-{
-	struct fsd_buf *b;
-
-	pthread_mutex_lock(&fs->cache.mtx);
-	b = buf_find_locked(&fs->cache, blkno);
-	pthread_mutex_unlock(&fs->cache.mtx);
-	return b;
-}
-
-int
-block_install(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t owner,
-    const uint8_t *data)
-{
-	struct fsd_cache *c = &fs->cache;
-	struct fsd_buf *b;
-
-	pthread_mutex_lock(&c->mtx);
-	for (b = c->hash[hash_blk(c, blkno)]; b != NULL; b = b->hnext)
-		if (b->blkno == blkno)
-			break;
-	if (b != NULL) {
-		pthread_mutex_unlock(&c->mtx);
-		return -EEXIST;
-	}
-	/* filled before the cache mutex goes: nobody sees it empty */
-	b = buf_get_locked(fs, blkno);
-	memcpy(b->data, data, fs->vol.block_bytes);
-	b->type = type;
-	b->owner = owner_of(blkno, type, owner);
-	b->owner_unsure = 0;
-	b->state = BUF_VALID;
-	pthread_mutex_unlock(&c->mtx);
-	block_put(fs, b);
-	return 0;
-}
-
 void
 block_forget(struct fsd *fs, uint64_t blkno)
 {

@@ -79,7 +79,6 @@ ctl_status_fill(struct fsd *fs, const char *mountpoint, Fsd__FsdStatus *st)
 	st->recoveries = g->recoveries;
 	st->attrs_from_lvb = g->lvb_stats;
 	st->lock_upconverts = g->upconverts;
-	st->inodes_kept = g->inodes_kept;
 	pthread_mutex_unlock(&g->mtx);
 	if (g->os_running) {
 		pthread_mutex_lock(&g->os_mtx);

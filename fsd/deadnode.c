@@ -49,7 +49,6 @@ glue_node_down(struct fsd_glue *g, unsigned node)
 	if (!g->dead[node]) {
 		g->dead[node] = 1;
 		g->ndead++;
-		g->deaths++;
 	}
 	pthread_cond_broadcast(&g->reco_cv);
 	pthread_cond_signal(&g->dc_cv);		/* held BASTs are honoured now (holdtime.c) */

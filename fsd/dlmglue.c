@@ -151,7 +151,8 @@ lockres_private_free(struct fsd *fs, struct fsd_lockres *lr)
 		unlock_wait(g, lr, 0, NULL);
 		pthread_mutex_unlock(&g->mtx);
 	}
-	lockres_destroy(lr);
+	pthread_cond_destroy(&lr->cv);
+	free(lr);
 }
 
 /* ---- requests to dlmd ------------------------------------------------- */
@@ -316,7 +317,7 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 {
 	struct fsd_glue *g = fs->glue;
 	pthread_mutex_t *m = lockres_mutex(fs);
-	int rc, lvb_ok;
+	int rc;
 
 	pthread_mutex_lock(m);
 	for (;;) {
@@ -398,13 +399,9 @@ lockres_lock_flags(struct fsd *fs, struct fsd_lockres *lr, int level, unsigned l
 	if (lr->flags & LR_FLUSHING)
 		lr->flush_passes++;
 	if (lr->flags & LR_REFRESH) {
-		lvb_ok = !(lr->flags & LR_UNSURE);
 		lr->flags = (lr->flags & ~(LR_REFRESH | LR_UNSURE)) | LR_REFRESHING;
 		pthread_mutex_unlock(m);
-		if (lr->ops->regrant != NULL)
-			lr->ops->regrant(fs, lr, lvb_ok);
-		else
-			refresh(fs, lr);
+		refresh(fs, lr);
 		pthread_mutex_lock(m);
 		lr->flags &= ~LR_REFRESHING;
 		pthread_cond_broadcast(&lr->cv);
@@ -428,20 +425,6 @@ lockres_file_open(struct fsd_lockres *lr, int delta, int writer)
 	if (writer)
 		lr->writers += (unsigned)delta;
 	pthread_mutex_unlock(&g->mtx);
-}
-
-int
-lockres_refresh_pending(struct fsd_lockres *lr)
-{
-	struct fsd_glue *g = lr->glue;
-	int pending;
-
-	if (g == NULL)
-		return 0;
-	pthread_mutex_lock(&g->mtx);
-	pending = (lr->flags & LR_REFRESH) != 0;
-	pthread_mutex_unlock(&g->mtx);
-	return pending;
 }
 
 int
@@ -1109,7 +1092,8 @@ drop_idle(struct fsd_glue *g)
 	}
 	if (lr->flags & LR_QUEUED)
 		dc_unqueue(g, lr);
-	lockres_destroy(lr);
+	pthread_cond_destroy(&lr->cv);
+	free(lr);
 }
 
 /* lr's downconvert goes on without (the rest of) its flush. glue->mtx held. */

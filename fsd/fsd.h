@@ -23,8 +23,7 @@
  *                locks cached at the level granted until another node's
  *                BAST, the type's ops called on the way down; every access
  *                to an inode's metadata holds its META lockres
- *   lvb.c        META's value block (ocfs2_meta_lvb), and the version of
- *                the inode block in it that lets a grant keep its copy
+ *   lvb.c        META's value block (ocfs2_meta_lvb)
  *   stack.c      joining the node's cluster stack at mount (glue.h)
  *   deadnode.c   recovering a dead node: its slot's journal, local alloc,
  *                truncate log and slot, then its orphans
@@ -83,9 +82,7 @@
  * Nothing here assumes one node: all per-node state hangs off the slot
  * we claimed (struct fsd_slot), and metadata is reached through lock
  * resources; cached blocks carry the inode whose lock covers them, so a
- * downconvert forgets exactly those (block_forget_owner, inode_drop_dindex),
- * but for a copy of the inode block that a grant puts back when the value
- * block says only its times changed (meta_stash, meta_regrant_block).
+ * downconvert forgets exactly those (block_forget_owner, inode_drop_dindex).
  */
 #ifndef FSD_H
 #define FSD_H
@@ -214,18 +211,6 @@ struct fsd_lockres {
 	/* the last transaction a handle holding it EX changed blocks in (journal.c,
 	   under the journal's mutex); 0: none */
 	uint64_t		 jtxn;
-	/*
-	 * META: the version of the inode block's all-but-times that this node
-	 * last saw (0: unknown), its hash when known, and while at NL a copy
-	 * of the block at that version (lvb.c), kept when node deaths were
-	 * ino_epoch. Changed only by the thread that has the lock to itself:
-	 * the one leaving EX, going to NL or refreshing after a grant.
-	 */
-	uint64_t		 ino_seq;
-	uint64_t		 ino_hash;
-	int			 ino_hash_ok;
-	uint8_t			*ino_stash;
-	unsigned		 ino_epoch;
 	/* the minimum hold time (holdtime.c), monotonic us, under the state mutex */
 	struct fsd_lockres	*hold_next;	/* glue's list of held BASTs */
 	uint64_t		 granted_us;	/* it last rose to a higher level */
@@ -433,14 +418,6 @@ int	 block_new_owned(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_
 	    struct fsd_buf **bp);
 /* Forget a cached block (another node changed it). */
 void	 block_forget(struct fsd *fs, uint64_t blkno);
-/* blkno's buffer, referenced, if it is cached and valid; NULL: no read is made. */
-struct fsd_buf *block_cached(struct fsd *fs, uint64_t blkno);
-/*
- * Put what the disk holds at blkno (data, known by other means than a read)
- * into the cache: 0, or -EEXIST when blkno is cached already.
- */
-int	 block_install(struct fsd *fs, uint64_t blkno, enum blk_type type, uint64_t owner,
-	    const uint8_t *data);
 /* Forget every cached block of owner that nobody holds (the journal included). */
 void	 block_forget_owner(struct fsd *fs, uint64_t owner);
 /* Plain block I/O outside the cache (data, journal): -errno on failure. */
@@ -523,8 +500,6 @@ struct fsd_lock_ops {
 	unsigned flags;		/* LOCK_TYPE_* */
 	/* Forget what this node cached under lr: granted afresh, or going to NL. */
 	void	(*refresh)(struct fsd *fs, struct fsd_lockres *lr);
-	/* Granted afresh (lvb_ok: with a valid value block); NULL: refresh. */
-	void	(*regrant)(struct fsd *fs, struct fsd_lockres *lr, int lvb_ok);
 	/* Leaving EX: what changed under it goes home first. 0 or -errno. */
 	int	(*write_home)(struct fsd *fs, struct fsd_lockres *lr);
 	/*
@@ -604,39 +579,11 @@ int	 lockres_read_level(struct fsd_lockres *lr);
  * cached)? A hint: it may go down right after.
  */
 int	 lockres_granted(struct fsd_lockres *lr, int level);
-/* Granted from NL, and nobody has taken it since: what it cached is not refreshed yet. */
-int	 lockres_refresh_pending(struct fsd_lockres *lr);
 void	 lockres_unlock(struct fsd *fs, struct fsd_lockres *lr, int level);
 
 /* lvb.c */
-/* An inode's times and their check, in block order (the rest says what else it is). */
-struct dinode_range {
-	size_t	off, len;
-};
-#define DINODE_TIME_RANGES	3
-extern const struct dinode_range dinode_time_ranges[DINODE_TIME_RANGES];
-/* A hash of inode block blk but for its times and check. */
-uint64_t dinode_untimed_hash(const uint8_t *blk, unsigned bs);
-/*
- * ocfs2_meta_lvb from an inode: what other nodes could trust without a
- * read, and seq, the version of all but its times (meta_seq_leaving).
- */
-void	 meta_lvb_pack(const struct ocfs2_dinode *di, uint64_t seq, uint8_t *lvb);
-/*
- * META leaving EX with its inode block as blk: the version number its value
- * block says the block is at, the same as before unless more than the
- * times changed since (or nobody knows).
- */
-uint64_t meta_seq_leaving(struct fsd_lockres *lr, const uint8_t *blk, unsigned bs);
-/* META going to NL: keep a copy of its cached inode block if it is the version known. */
-void	 meta_stash(struct fsd *fs, struct fsd_lockres *lr);
-void	 meta_stash_free(struct fsd_lockres *lr);
-/*
- * META granted from NL (lvb_ok: with a valid value block), its cache of the
- * inode emptied: put the kept copy back with the value block's times when
- * the version is still the one it was kept at, else read the block.
- */
-void	 meta_regrant_block(struct fsd *fs, struct fsd_lockres *lr, int lvb_ok);
+/* ocfs2_meta_lvb from an inode: what other nodes could trust without a read. */
+void	 meta_lvb_pack(const struct ocfs2_dinode *di, uint8_t *lvb);
 /*
  * With META (lr) held PR and granted from NL: the stat of a regular file
  * of that generation from the value block its last EX holder left, as the

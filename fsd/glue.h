@@ -57,8 +57,6 @@ struct fsd_glue {
 	/* nodes whose slot waits for recovery (deadnode.c), under mtx */
 	uint8_t		 dead[GLUE_MAX_NODES];
 	unsigned	 ndead;
-	unsigned	 deaths;		/* node deaths seen this mount */
-	uint64_t	 inodes_kept;		/* inode blocks put back after a grant (lvb.c) */
 	int		 reco_running;
 	int		 reco_stop;		/* unmount: recovery ends, nobody waits for it */
 	pthread_cond_t	 reco_cv;

@@ -1103,68 +1103,33 @@ inode_drop_dentry(struct fsd *fs, uint64_t parent, const char *name)
 
 /* ---- an inode's cluster locks (ocfs2's inode, rw and open lock ops) ---- */
 
-/*
- * Another node may change the inode, its tree and, for a directory, its
- * names: going to NL, forget them, but for a copy of the inode block
- * (meta_stash) that a grant may find still good.
- */
+/* Another node may have changed the inode, its tree and, for a directory, its names. */
 static void
 meta_refresh(struct fsd *fs, struct fsd_lockres *lr)
 {
 	if (lr->owner == 0)
 		return;
-	if (fs->glue != NULL && !lockres_refresh_pending(lr))
-		meta_stash(fs, lr);
-	else
-		meta_stash_free(lr);
 	block_forget_owner(fs, lr->owner);
 	inode_drop_dindex(fs, lr->owner);
-}
-
-/* Granted afresh: forget all, then take back the inode block if it is still good. */
-static void
-meta_regrant(struct fsd *fs, struct fsd_lockres *lr, int lvb_ok)
-{
-	if (lr->owner == 0)
-		return;
-	block_forget_owner(fs, lr->owner);
-	inode_drop_dindex(fs, lr->owner);
-	if (fs->glue != NULL)
-		meta_regrant_block(fs, lr, lvb_ok);
 }
 
 /* The journal holds the changes made under EX: home before another node reads them. */
 static int
 meta_write_home(struct fsd *fs, struct fsd_lockres *lr)
 {
-	int rc;
-
-	/* what the disk holds is not known: a new version for the next node */
-	if ((rc = journal_write_home(fs, lr)) != 0)
-		lr->ino_seq = 0;
-	return rc;
+	return journal_write_home(fs, lr);
 }
 
-/* ocfs2_set_meta_lvb: the inode as we leave it, and the version of all but its times. */
+/* ocfs2_set_meta_lvb: the inode as we leave it. */
 static void
 meta_set_lvb(struct fsd *fs, struct fsd_lockres *lr, uint8_t *lvb)
 {
 	struct fsd_buf *b;
 
 	memset(lvb, 0, DLMC_LVB_LEN);
-	/*
-	 * Granted from NL and given up before anyone took it: the version
-	 * this node knows is older than the value block's, and numbering on
-	 * from it would give another content a number already seen.
-	 */
-	if (lockres_refresh_pending(lr))
-		lr->ino_seq = 0;
-	if (lr->owner == 0 || block_read(fs, lr->owner, BLK_INODE, &b) != 0) {
-		lr->ino_seq = 0;
+	if (lr->owner == 0 || block_read(fs, lr->owner, BLK_INODE, &b) != 0)
 		return;
-	}
-	meta_lvb_pack((const struct ocfs2_dinode *)b->data,
-	    meta_seq_leaving(lr, b->data, fs->vol.block_bytes), lvb);
+	meta_lvb_pack((const struct ocfs2_dinode *)b->data, lvb);
 	block_put(fs, b);
 }
 
@@ -1209,7 +1174,6 @@ const struct fsd_lock_ops meta_lock_ops = {
 	.letter		= 'M',
 	.flags		= LOCK_TYPE_USES_LVB | LOCK_TYPE_REQUIRES_REFRESH,
 	.refresh	= meta_refresh,
-	.regrant	= meta_regrant,
 	.write_home	= meta_write_home,
 	.set_lvb	= meta_set_lvb,
 	.needs_flush	= meta_needs_flush,

@@ -206,7 +206,8 @@ lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr)
 		return;		/* a private one goes with lockres_private_free() */
 	if (g == NULL) {
 		lockres_unhash(fs, lr);
-		lockres_destroy(lr);
+		pthread_cond_destroy(&lr->cv);
+		free(lr);
 		return;
 	}
 	lr->flags |= LR_IDLE;
@@ -254,14 +255,6 @@ lockres_private(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno, uint32_
 }
 
 void
-lockres_destroy(struct fsd_lockres *lr)
-{
-	meta_stash_free(lr);
-	pthread_cond_destroy(&lr->cv);
-	free(lr);
-}
-
-void
 lockres_free_all(struct fsd *fs)
 {
 	struct fsd_lockres *lr, *n;
@@ -272,7 +265,8 @@ lockres_free_all(struct fsd *fs)
 	for (h = 0; h < fs->lockres_nhash; h++)
 		for (lr = fs->lockres_hash[h]; lr != NULL; lr = n) {
 			n = lr->hnext;
-			lockres_destroy(lr);
+			pthread_cond_destroy(&lr->cv);
+			free(lr);
 		}
 	free(fs->lockres_hash);
 	fs->lockres_hash = NULL;

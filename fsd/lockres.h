@@ -38,8 +38,6 @@ pthread_mutex_t *lockres_mutex(struct fsd *fs);
 /* A resource outside the table, not referenced (lockres_private). */
 struct fsd_lockres *lockres_alloc(struct fsd *fs, enum fsd_lock_type type, uint64_t blkno,
 	    uint32_t generation, uint64_t owner);
-/* Free a resource out of the table, and what it keeps. */
-void	 lockres_destroy(struct fsd_lockres *lr);
 /* Nobody refers to lr nor holds it: free it, or keep it idle (state mutex held). */
 void	 lockres_maybe_drop(struct fsd *fs, struct fsd_lockres *lr);
 /* The oldest idle resource, out of the table and the idle list (glue->mtx held). */

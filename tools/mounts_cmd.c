@@ -140,7 +140,6 @@ status_json(FILE *f, int *first, const Fsd__FsdStatus *st)
 	json_field_uint(f, first, "journal_owner_waits", st->journal_owner_waits);
 	json_field_uint(f, first, "attrs_from_lvb", st->attrs_from_lvb);
 	json_field_uint(f, first, "lock_upconverts", st->lock_upconverts);
-	json_field_uint(f, first, "inodes_kept", st->inodes_kept);
 	json_field_uint(f, first, "locks", st->locks);
 	json_key(f, first, "locks_by_level");
 	fputc('{', f);
@@ -211,12 +210,10 @@ mounts_text(FILE *f, const struct mounts *ms, int detail)
 			    "handle had\n", (unsigned long long)st->journal_owner_waits);
 		if (st->cluster)
 			fprintf(f, "    cluster locks cached %u: EX %u, PR %u, NL %u; "
-			    "stats from a lock value block %llu; upconverts %llu; inode blocks "
-			    "kept across a handoff %llu\n", st->locks,
+			    "stats from a lock value block %llu; upconverts %llu\n", st->locks,
 			    st->locks_ex, st->locks_pr, st->locks_nl,
 			    (unsigned long long)st->attrs_from_lvb,
-			    (unsigned long long)st->lock_upconverts,
-			    (unsigned long long)st->inodes_kept);
+			    (unsigned long long)st->lock_upconverts);
 	}
 }
 

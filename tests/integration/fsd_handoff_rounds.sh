@@ -12,10 +12,8 @@
 # home and converts: each fsd's downconvert thread (fsd-downconv) is
 # not woken for them. Handoffs of an inode's times alone write its block
 # home in place: the disk shows the times the other node sees, and keeps
-# them through node2's kill and node1's recovery of its slot. A grant
-# after which only the times changed elsewhere keeps the node's copy of
-# the inode block; an xattr, mode or size changed on one node is seen at
-# once on the other. fsck.ocfs2 finds the volume clean at the end.
+# them through node2's kill and node1's recovery of its slot. fsck.ocfs2
+# finds the volume clean at the end.
 #   FSD_HANDOFF_ROUNDS   rounds of each part (default 40)
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/netd_lib.inc"
@@ -139,10 +137,8 @@ times_home() {
 	done < <(debugfs.ocfs2 -R "stat /f" "$IMG" 2>/dev/null)
 	echo "${out[*]}"
 }
-kept() { mounts_json "$1" | jq '.[0].inodes_kept'; }
 for k in 1 2; do
 	check "node$k wrote times home in place ($(in_place $k) times)" test "$(in_place $k)" -gt 0
-	check "node$k kept its inode block across handoffs ($(kept $k) times)" test "$(kept $k)" -gt 0
 done
 before=$(in_place 2)
 sleep 0.02
@@ -161,35 +157,6 @@ check_eq "the disk still holds them" "$seen" "$(times_home)"
 lc umount 2 >/dev/null 2>&1
 lc start 2 >/dev/null
 run_check "node2 mounts again" node_mount 2
-
-echo "-- an inode block kept across a handoff only while only its times changed"
-# A grant after which only the times changed elsewhere puts back the copy
-# of the inode block kept at NL (doc/lock-handoff.md), as the write
-# rounds did on both nodes. Changes of more than the times must never
-# be kept: an inline xattr (in the inode block, not in the value block's
-# attributes), the mode and the size, each in turns with reads, are seen
-# by the other node.
-# Most turns change the xattr alone, which nothing but the version tells.
-turns() {
-	local i a b mode=644 size=4096
-	for ((i = 0; i < 20; i++)); do
-		a=$(((i % 2) + 1)) b=$((2 - (i % 2)))
-		cat "${M[$b]}/f" >/dev/null
-		setfattr -n user.turn -v "v$i" "${M[$a]}/f" || return 1
-		if ((i % 4 == 3)); then
-			mode=$((mode == 644 ? 600 : 644)) size=$((size + 1))
-			chmod "$mode" "${M[$a]}/f" && truncate -s "$size" "${M[$a]}/f" || return 1
-		fi
-		cat "${M[$a]}/f" >/dev/null
-		[[ $(getfattr --only-values -n user.turn "${M[$b]}/f" 2>/dev/null) == "v$i" ]] ||
-		    { echo "turn $i: node$b reads another xattr"; return 1; }
-		[[ $(stat -c '%a %s' "${M[$b]}/f") == "$mode $size" ]] ||
-		    { echo "turn $i: node$b sees $(stat -c '%a %s' "${M[$b]}/f")"; return 1; }
-	done
-}
-run_check "each node sees the other's xattr, mode and size at once (20 turns)" turns
-check "no kept block was found at odds with its value block" sh -c \
-    "! grep -q 'is the one kept, but not the attributes' '$LOCALCLUSTER_DIR'/node*/log/fsd.log"
 
 echo "-- both nodes only read ($ROUNDS rounds)"
 rounds read "${M[1]}/f" "${M[2]}/f" 2 >/dev/null
