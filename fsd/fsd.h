@@ -646,7 +646,7 @@ struct fsd_inode {
 	struct dx_free_map *dxfree;	/* indexed directories: their free-space list */
 	uint64_t	 kernel_size;	/* at most the kernel's size of it (kernsize.c) */
 	unsigned long	 writes;	/* write(2)s of it served here */
-	int64_t		 atime_moved_ms; /* the last READ here that moved atime, monotonic ms,
+	uint64_t	 atime_moved_ms; /* the last READ here that moved atime, now_ms(),
 					   0: none (inode_read_level) */
 	/*
 	 * 1 + the META lock's downconverts when a name was last seen to lead

@@ -772,19 +772,10 @@ inode_atime_due(struct fsd *fs, const struct ocfs2_dinode *di, const struct time
  */
 #define ATIME_GUESS_TICKS	3
 
-static int64_t
-monotonic_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-static int64_t
+static uint64_t
 atime_guess_ms(void)
 {
-	static int64_t ms;
+	static uint64_t ms;
 	struct timespec res;
 
 	if (__atomic_load_n(&ms, __ATOMIC_RELAXED) == 0) {
@@ -799,11 +790,11 @@ atime_guess_ms(void)
 int
 inode_read_level(struct fsd *fs, struct fsd_inode *ip)
 {
-	int64_t moved = __atomic_load_n(&ip->atime_moved_ms, __ATOMIC_RELAXED);
+	uint64_t moved = __atomic_load_n(&ip->atime_moved_ms, __ATOMIC_RELAXED);
 	int open;
 
 	if (fs->readonly || fs->opts.atime == FSD_NOATIME || moved == 0 ||
-	    monotonic_ms() - moved >= atime_guess_ms() || lockres_granted(ip->meta, LKM_PR))
+	    now_ms() - moved >= atime_guess_ms() || lockres_granted(ip->meta, LKM_PR))
 		return LKM_PR;
 	pthread_mutex_lock(&fs->itable->mtx);
 	open = ip->opens > 0;
@@ -814,7 +805,7 @@ inode_read_level(struct fsd *fs, struct fsd_inode *ip)
 void
 inode_read_moved_atime(struct fsd_inode *ip)
 {
-	__atomic_store_n(&ip->atime_moved_ms, monotonic_ms(), __ATOMIC_RELAXED);
+	__atomic_store_n(&ip->atime_moved_ms, now_ms(), __ATOMIC_RELAXED);
 }
 
 void
