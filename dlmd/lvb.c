@@ -66,10 +66,11 @@ backup_done(struct dlm_domain *d, int err, const Dlmwire__Msg *rep, void *arg)
 
 /*
  * A write-back by a client of the master's own node: 1 while another
- * member is asked to keep a copy and has not answered.
+ * member is asked to keep a copy and has not answered. An unlock waits
+ * for that before it applies.
  */
-static int
-backup_wanted(struct dlm_lock *lk)
+int
+lvb_backup_first(struct dlm_lock *lk)
 {
 	struct dlm_res *r = lk->res;
 	struct dlm_domain *d = r->dom;
@@ -99,18 +100,11 @@ backup_wanted(struct dlm_lock *lk)
 	return 1;
 }
 
-/* An unlock that writes the value back: 1 while it must wait for the copy. */
-int
-lvb_backup_first(struct dlm_lock *lk)
-{
-	return backup_wanted(lk);
-}
-
 /* A convert that writes the value back: its AST waits for the copy, not the convert. */
 void
 lvb_backup_hold_ast(struct dlm_lock *lk)
 {
-	if (backup_wanted(lk))
+	if (lvb_backup_first(lk))
 		lk->ast_held = 1;
 }
 
